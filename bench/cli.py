@@ -1,0 +1,50 @@
+"""The `memplace` command line: one click group; each command module adds its commands.
+
+Errors a user can cause (`MemplaceError`) become one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from memplace.model.errors import MemplaceError
+
+# Modules that define click commands in a list named COMMANDS.
+COMMAND_MODULES = (
+    "memplace.bench.cli_instances",
+    "memplace.bench.cli_pack",
+    "memplace.bench.cli_solve",
+    "memplace.bench.cli_bench",
+)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except MemplaceError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="memplace")
+def main() -> None:
+    """memplace: place tensors into an accelerator's memory hierarchy."""
+
+
+for _name in COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(_name)
+    except ModuleNotFoundError as exc:  # a command module not written yet
+        if exc.name != _name:
+            raise
+        continue
+    for _command in _module.COMMANDS:
+        main.add_command(_command)
+
+
+if __name__ == "__main__":
+    main()
