@@ -1,0 +1,177 @@
+"""Numba kernels of the cost model, typed by the arrays of `Instance` (see its docstring).
+
+Each kernel computes exactly what `reference.py` computes, in the spec's summation
+order, so results agree to the last bit or within rounding (spec section 4).
+Compiled once and cached on disk (`cache=True`); `memplace warmup` compiles them all.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def latency_kernel(place, compute, op_ptr, op_tensor, access_time):
+    """Latency of one placement (int64[T] of level indices)."""
+    total = 0.0
+    for k in range(compute.shape[0]):
+        memory = 0.0
+        for a in range(op_ptr[k], op_ptr[k + 1]):
+            memory += access_time[a, place[op_tensor[a]]]
+        c = compute[k]
+        total += c if c > memory else memory
+    return total
+
+
+@njit(cache=True, nogil=True)
+def latency_batch_kernel(population, compute, op_ptr, op_tensor, access_time, out):
+    """Latency of every row of a 2-D placement array, written into `out`."""
+    n_ops = compute.shape[0]
+    for p in range(population.shape[0]):
+        place = population[p]
+        total = 0.0
+        for k in range(n_ops):
+            memory = 0.0
+            for a in range(op_ptr[k], op_ptr[k + 1]):
+                memory += access_time[a, place[op_tensor[a]]]
+            c = compute[k]
+            total += c if c > memory else memory
+        out[p] = total
+    return out
+
+
+@njit(cache=True, nogil=True)
+def op_time_kernel(k, place, compute, op_ptr, op_tensor, access_time):
+    """Time of op k under a placement."""
+    memory = 0.0
+    for a in range(op_ptr[k], op_ptr[k + 1]):
+        memory += access_time[a, place[op_tensor[a]]]
+    c = compute[k]
+    return c if c > memory else memory
+
+
+@njit(cache=True, nogil=True)
+def move_delta_kernel(place, t, level, compute, op_ptr, op_tensor, access_time,
+                      tensor_ptr, tensor_access, access_op):
+    """Exact latency change of moving tensor t to `level`; touches only the ops that
+    access t. `place` is left unchanged."""
+    old = place[t]
+    if old == level:
+        return 0.0
+    delta = 0.0
+    for i in range(tensor_ptr[t], tensor_ptr[t + 1]):
+        k = access_op[tensor_access[i]]
+        memory_old = 0.0
+        memory_new = 0.0
+        for a in range(op_ptr[k], op_ptr[k + 1]):
+            u = op_tensor[a]
+            memory_old += access_time[a, place[u]]
+            memory_new += access_time[a, level if u == t else place[u]]
+        c = compute[k]
+        delta += (c if c > memory_new else memory_new) - (c if c > memory_old else memory_old)
+    return delta
+
+
+@njit(cache=True, nogil=True)
+def load_kernel(place, size, start, end, n_levels, n_ops):
+    """load[l, k]: bytes of tensors placed in l and live at step k (spec section 3)."""
+    diff = np.zeros((n_levels, n_ops + 1), np.int64)
+    for t in range(size.shape[0]):
+        diff[place[t], start[t]] += size[t]
+        diff[place[t], end[t] + 1] -= size[t]
+    out = np.empty((n_levels, n_ops), np.int64)
+    for l in range(n_levels):
+        running = 0
+        for k in range(n_ops):
+            running += diff[l, k]
+            out[l, k] = running
+    return out
+
+
+@njit(cache=True, nogil=True)
+def capacity_ok_kernel(load, capacity):
+    for l in range(load.shape[0]):
+        for k in range(load.shape[1]):
+            if load[l, k] > capacity[l]:
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def rectify_level_kernel(place, load, l, capacity, size, start, end,
+                         weights_by_rank, step_ptr, step_tensor, rank):
+    """Spec section 6 for one level l, in place on `place` and `load`:
+    for every step, evict the lowest-rank tensor of level l live there to l+1
+    until the level fits.
+
+    Weights are live at every step, so they are kept apart in `weights_by_rank`;
+    during one level's pass weights only leave level l, so one pointer walks them.
+    `step_tensor[step_ptr[k]:step_ptr[k+1]]` are the activations live at k, by rank.
+    Returns the number of tensors moved.
+    """
+    moved = 0
+    w = 0
+    n_weights = weights_by_rank.shape[0]
+    cap = capacity[l]
+    for k in range(load.shape[1]):
+        while load[l, k] > cap:
+            while w < n_weights and place[weights_by_rank[w]] != l:
+                w += 1
+            best = -1
+            if w < n_weights:
+                best = weights_by_rank[w]
+            for i in range(step_ptr[k], step_ptr[k + 1]):
+                t = step_tensor[i]
+                if place[t] == l:
+                    if best < 0 or rank[t] < rank[best]:
+                        best = t
+                    break  # activations at k are sorted by rank: the first in l is their best
+            place[best] = l + 1
+            for j in range(start[best], end[best] + 1):
+                load[l, j] -= size[best]
+                load[l + 1, j] += size[best]
+            moved += 1
+    return moved
+
+
+@njit(cache=True, nogil=True)
+def first_fit_offsets_kernel(order, size, start, end, alignment, capacity, offsets):
+    """Place tensors in `order` at the lowest aligned offset that overlaps no placed
+    tensor sharing a live step and stays below `capacity`; -1 where none exists.
+    `offsets` must be filled with -1 for every tensor of the level on entry."""
+    m = order.shape[0]
+    placed = np.empty(m, np.int64)
+    n_placed = 0
+    lo = np.empty(m, np.int64)
+    hi = np.empty(m, np.int64)
+    for i in range(m):
+        t = order[i]
+        # Intervals of placed tensors that share a live step with t.
+        c = 0
+        for j in range(n_placed):
+            u = placed[j]
+            if start[u] <= end[t] and start[t] <= end[u]:
+                lo[c] = offsets[u]
+                hi[c] = offsets[u] + size[u]
+                c += 1
+        # Sort the conflicting intervals by lower end (insertion sort: c is small).
+        for a in range(1, c):
+            x, y = lo[a], hi[a]
+            b = a - 1
+            while b >= 0 and lo[b] > x:
+                lo[b + 1] = lo[b]
+                hi[b + 1] = hi[b]
+                b -= 1
+            lo[b + 1] = x
+            hi[b + 1] = y
+        candidate = 0
+        for a in range(c):
+            if lo[a] >= candidate + size[t]:
+                break
+            if hi[a] > candidate:
+                candidate = ((hi[a] + alignment - 1) // alignment) * alignment
+        if candidate + size[t] <= capacity:
+            offsets[t] = candidate
+            placed[n_placed] = t
+            n_placed += 1
+    return n_placed

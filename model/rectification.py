@@ -1,0 +1,125 @@
+"""Canonical rectification (spec section 6): any placement made valid, as a compiler would.
+
+Levels are processed fastest first. Each capacitated level gets the spec's loop
+(evict the tensor with the smallest traffic/size until every step fits). An
+addressed level is then given offsets; tensors that cannot be given offsets move
+down one level, smallest traffic/size first, before the next level is processed,
+so what they add to it is rectified too. (The spec lists the capacity loop over
+all levels before the offsets; interleaving per level is the reading under which
+the result is valid. Without addressed levels the two are the same.)
+
+The offset assignment is pluggable: `packer(size, start, end, alignment, capacity,
+priority) -> offsets` takes the level's tensors (live ranges inclusive; priority:
+higher keeps its place) and returns int64 offsets with -1 for tensors it could
+not place. The canonical packer is first-fit in decreasing priority; with it,
+all unplaced tensors move down at once (moving them one at a time gives the same
+result, as first-fit never revisits earlier choices). With any other packer they
+move one at a time, smallest traffic/size first, and the level is packed again.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from memplace.model import kernels
+from memplace.model.cost import as_placement
+from memplace.model.errors import InstanceError
+from memplace.model.instance import Instance
+
+Packer = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int, np.ndarray], np.ndarray]
+
+
+class Rectified(NamedTuple):
+    placement: np.ndarray  # int64 level per tensor
+    offsets: np.ndarray | None  # int64 offset per tensor, -1 off addressed levels; None without them
+
+
+class _Tables(NamedTuple):
+    weights_by_rank: np.ndarray
+    step_ptr: np.ndarray
+    step_tensor: np.ndarray
+
+
+def _tables(instance: Instance) -> _Tables:
+    """Weights in rank order, and for each step the activations live there in rank order."""
+    cached = getattr(instance, "_rectify_tables", None)
+    if cached is not None:
+        return cached
+    rank = instance.rectify_rank
+    weights = np.flatnonzero(instance.is_weight == 1)
+    weights_by_rank = weights[np.argsort(rank[weights], kind="stable")].astype(np.int64)
+    acts = np.flatnonzero(instance.is_weight == 0)
+    acts = acts[np.argsort(rank[acts], kind="stable")]
+    lengths = instance.end[acts] - instance.start[acts] + 1
+    tensor_rep = np.repeat(acts, lengths)
+    offsets_in = np.arange(tensor_rep.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    steps = np.repeat(instance.start[acts], lengths) + offsets_in
+    order = np.argsort(steps, kind="stable")  # stable: rank order kept inside a step
+    step_tensor = tensor_rep[order].astype(np.int64)
+    step_ptr = np.zeros(instance.n_ops + 1, np.int64)
+    np.cumsum(np.bincount(steps, minlength=instance.n_ops), out=step_ptr[1:])
+    tables = _Tables(weights_by_rank, step_ptr, step_tensor)
+    instance._rectify_tables = tables
+    return tables
+
+
+def first_fit_packer(size: np.ndarray, start: np.ndarray, end: np.ndarray, alignment: int,
+                     capacity: int, priority: np.ndarray) -> np.ndarray:
+    """The canonical offset assignment: first-fit in decreasing priority."""
+    m = size.shape[0]
+    order = np.argsort(-priority, kind="stable").astype(np.int64)
+    offsets = np.full(m, -1, np.int64)
+    kernels.first_fit_offsets_kernel(order, size, start, end, alignment, capacity, offsets)
+    return offsets
+
+
+def rectify_capacity(instance: Instance, placement) -> np.ndarray:
+    """Spec section 6's loop alone (capacities, no offsets)."""
+    return _rectify(instance, placement, None, offsets_wanted=False).placement
+
+
+def rectify(instance: Instance, placement, packer: Packer | None = None) -> Rectified:
+    """A valid placement (with offsets on addressed levels) derived canonically."""
+    return _rectify(instance, placement, packer, offsets_wanted=True)
+
+
+def _rectify(instance: Instance, placement, packer: Packer | None,
+             offsets_wanted: bool) -> Rectified:
+    i = instance
+    place = as_placement(i, placement).copy()
+    load = kernels.load_kernel(place, i.size, i.start, i.end, i.n_levels, i.n_ops)
+    tables = _tables(i)
+    offsets = np.full(i.n_tensors, -1, np.int64) if i.has_addressed_levels else None
+    for l in range(i.n_levels):
+        if l < i.n_levels - 1:
+            kernels.rectify_level_kernel(place, load, l, i.capacity, i.size, i.start, i.end,
+                                         tables.weights_by_rank, tables.step_ptr,
+                                         tables.step_tensor, i.rectify_rank)
+        if offsets_wanted and i.addressed[l]:
+            _pack_level(i, place, load, offsets, l, packer)
+    return Rectified(place, offsets)
+
+
+def _pack_level(i: Instance, place: np.ndarray, load: np.ndarray, offsets: np.ndarray,
+                l: int, packer: Packer | None) -> None:
+    members = np.flatnonzero(place == l)
+    while members.size:
+        priority = i.rectify_rank[members]
+        pack = packer or first_fit_packer
+        got = np.asarray(pack(i.size[members], i.start[members], i.end[members],
+                              int(i.alignment[l]), int(i.capacity[l]), priority), np.int64)
+        unplaced = members[got < 0]
+        if unplaced.size == 0:
+            offsets[members] = got
+            return
+        if l == i.n_levels - 1:
+            names = ", ".join(i.tensor_label(int(t)) for t in unplaced[:3])
+            raise InstanceError(f"level {l} {i.levels[l].name!r} is the last level and addressed, "
+                                f"but {names} cannot be given offsets there")
+        evict = unplaced if packer is None else unplaced[[np.argmin(i.rectify_rank[unplaced])]]
+        for t in evict:
+            place[t] = l + 1
+            load[l, i.start[t]:i.end[t] + 1] -= i.size[t]
+            load[l + 1, i.start[t]:i.end[t] + 1] += i.size[t]
+        members = np.setdiff1d(members, evict, assume_unique=True)

@@ -1,0 +1,199 @@
+"""`memplace-solution/1` files (spec section 7) and the validator that checks them."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memplace.model.cost import latency as compute_latency
+from memplace.model.cost import load_profile
+from memplace.model.errors import SolutionError
+from memplace.model.instance import Instance
+
+FORMAT = "memplace-solution/1"
+LATENCY_RTOL = 1e-9  # spec section 7: a claim beyond this relative error is rejected
+
+
+@dataclass
+class Solution:
+    """A placement by level index, offsets (-1 off addressed levels) and the solver's claims."""
+
+    instance: str
+    placement: np.ndarray
+    offsets: np.ndarray | None
+    latency: float
+    lower_bound: float | None = None
+    status: str = "feasible"
+    solver: dict[str, Any] = field(default_factory=dict)
+    # As read from a file: which tensors had an integer offset (None when built in code).
+    offsets_given: list[bool] | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self, instance: Instance) -> dict[str, Any]:
+        names = instance.level_names
+        data: dict[str, Any] = {
+            "format": FORMAT,
+            "instance": self.instance,
+            "solver": self.solver,
+            "placement": [names[l] for l in self.placement.tolist()],
+        }
+        if self.offsets is not None:
+            data["offsets"] = [o if instance.addressed[l] else None
+                               for o, l in zip(self.offsets.tolist(), self.placement.tolist())]
+        data["latency"] = self.latency
+        if self.lower_bound is not None:
+            data["lower_bound"] = self.lower_bound
+        data["status"] = self.status
+        return data
+
+    def write(self, path: str | Path, instance: Instance) -> None:
+        """Write atomically: a crash never leaves a half-written solution behind."""
+        path = Path(path)
+        text = json.dumps(self.to_dict(instance), indent=1)
+        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def from_dict(cls, data: Any, instance: Instance) -> "Solution":
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise SolutionError(f"solution format must be {FORMAT!r}")
+        names = data.get("placement")
+        if not isinstance(names, list) or len(names) != instance.n_tensors:
+            raise SolutionError(
+                f"placement must list a level name for each of the {instance.n_tensors} tensors")
+        index = {name: l for l, name in enumerate(instance.level_names)}
+        placement = np.empty(instance.n_tensors, np.int64)
+        for t, name in enumerate(names):
+            if name not in index:
+                raise SolutionError(f"{instance.tensor_label(t)}: unknown level {name!r}")
+            placement[t] = index[name]
+        offsets = None
+        raw = data.get("offsets")
+        if raw is not None:
+            if not isinstance(raw, list) or len(raw) != instance.n_tensors:
+                raise SolutionError(f"offsets must have one entry for each of the {instance.n_tensors} tensors")
+            offsets = np.full(instance.n_tensors, -1, np.int64)
+            for t, o in enumerate(raw):
+                if o is None:
+                    continue
+                if not isinstance(o, int) or isinstance(o, bool):
+                    raise SolutionError(f"{instance.tensor_label(t)}: offset {o!r} is not an integer or null")
+                offsets[t] = o
+            offsets_given = [o is not None for o in raw]
+        else:
+            offsets_given = None
+        lat = data.get("latency")
+        if not isinstance(lat, (int, float)) or isinstance(lat, bool) or not math.isfinite(lat):
+            raise SolutionError(f"latency must be a number, got {lat!r}")
+        bound = data.get("lower_bound")
+        if bound is not None and (not isinstance(bound, (int, float)) or isinstance(bound, bool)):
+            raise SolutionError(f"lower_bound must be a number, got {bound!r}")
+        status = data.get("status", "feasible")
+        if status not in ("optimal", "feasible"):
+            raise SolutionError(f"status must be 'optimal' or 'feasible', got {status!r}")
+        return cls(str(data.get("instance", "")), placement, offsets, float(lat),
+                   None if bound is None else float(bound), status, data.get("solver") or {},
+                   offsets_given)
+
+    @classmethod
+    def read(cls, path: str | Path, instance: Instance) -> "Solution":
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise SolutionError(f"cannot read solution file {path}: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise SolutionError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        return cls.from_dict(data, instance)
+
+
+@dataclass
+class Validation:
+    valid: bool  # the placement (and offsets) obey the spec
+    latency: float  # recomputed (spec section 4)
+    errors: list[str]  # why it is invalid, or why the claim does not hold
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def placement_errors(instance: Instance, placement: np.ndarray,
+                     offsets: np.ndarray | None, limit: int = 10) -> list[str]:
+    """Everything that makes a placement invalid: capacity at every step and,
+    on addressed levels, offsets, alignment and overlaps (spec sections 3 and 5)."""
+    i = instance
+    errors: list[str] = []
+    load = load_profile(i, placement)
+    for l, level in enumerate(i.levels):
+        if level.capacity is None:
+            continue
+        over = np.flatnonzero(load[l] > level.capacity)
+        if over.size:
+            k = int(over[0])
+            errors.append(f"level {l} {level.name!r} holds {load[l, k]} bytes at {i.op_label(k)}, "
+                          f"over its capacity {level.capacity} (and {over.size - 1} more steps)")
+    for l, level in enumerate(i.levels):
+        if not level.addressed:
+            continue
+        members = np.flatnonzero(placement == l)
+        if members.size and offsets is None:
+            errors.append(f"level {l} {level.name!r} is addressed but the solution has no offsets")
+            continue
+        errors += _offset_errors(i, l, members, offsets)
+    return errors[:limit]
+
+
+def _offset_errors(i: Instance, l: int, members: np.ndarray, offsets: np.ndarray) -> list[str]:
+    level = i.levels[l]
+    errors = []
+    for t in members.tolist():
+        o = int(offsets[t])
+        if o < 0:
+            errors.append(f"{i.tensor_label(t)} is in addressed level {level.name!r} without an offset")
+        elif o % level.alignment:
+            errors.append(f"{i.tensor_label(t)}: offset {o} is not a multiple of {level.name!r}'s alignment {level.alignment}")
+        elif o + i.size[t] > level.capacity:
+            errors.append(f"{i.tensor_label(t)}: offset {o} + size {i.size[t]} exceeds {level.name!r}'s capacity {level.capacity}")
+    if errors:
+        return errors
+    # Sweep over live-range starts; compare with the tensors still live.
+    order = sorted(members.tolist(), key=lambda t: (i.start[t], t))
+    active: list[int] = []
+    for t in order:
+        active = [u for u in active if i.end[u] >= i.start[t]]
+        for u in active:
+            if offsets[t] < offsets[u] + i.size[u] and offsets[u] < offsets[t] + i.size[t]:
+                errors.append(f"{i.tensor_label(t)} and {i.tensor_label(u)} are live at the same "
+                              f"step in {level.name!r} and their addresses overlap")
+        active.append(t)
+    return errors
+
+
+def validate(instance: Instance, solution: Solution) -> Validation:
+    """Check a solution against the spec and recompute its latency."""
+    i = instance
+    errors = []
+    if solution.instance and solution.instance != i.name:
+        errors.append(f"solution is for instance {solution.instance!r}, not {i.name!r}")
+    given = solution.offsets_given
+    if given is not None:
+        for t, l in enumerate(solution.placement.tolist()):
+            if given[t] and not i.addressed[l]:
+                errors.append(f"{i.tensor_label(t)} has an offset but level {i.level_names[l]!r} is not addressed")
+                break
+    invalid = placement_errors(i, solution.placement, solution.offsets)
+    recomputed = compute_latency(i, solution.placement)
+    errors += invalid
+    if not math.isclose(solution.latency, recomputed, rel_tol=LATENCY_RTOL, abs_tol=0.0):
+        errors.append(f"claimed latency {solution.latency!r} s differs from the recomputed "
+                      f"{recomputed!r} s by more than relative {LATENCY_RTOL}")
+    if solution.lower_bound is not None and solution.lower_bound > recomputed * (1 + LATENCY_RTOL):
+        errors.append(f"claimed lower bound {solution.lower_bound!r} s is above the latency {recomputed!r} s")
+    return Validation(valid=not invalid, latency=recomputed, errors=errors)
