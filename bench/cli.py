@@ -14,6 +14,7 @@ from memplace.model.errors import MemplaceError
 # Modules that define click commands in a list named COMMANDS.
 COMMAND_MODULES = (
     "memplace.bench.cli_instances",
+    "memplace.bench.cli_model",
     "memplace.bench.cli_pack",
     "memplace.bench.cli_solve",
     "memplace.bench.cli_bench",
