@@ -1,0 +1,156 @@
+"""The catalog: named workloads and hardware presets, full instances built from them,
+the committed benchmark instances under `instances/data/`, and loading by name.
+
+A built-in instance is named `workload@hardware` (e.g. `resnet50@nnpi`) and is a
+committed file `instances/data/NAME.json`; `regenerate()` rewrites every such file
+from the generators, so the files are always what the code makes (a test checks).
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+from memplace.instances.cnn import efficientnet_b0, mobilenetv2, resnet, unet, vgg16
+from memplace.instances.hardware import HARDWARE, hardware
+from memplace.instances.synthetic import synthetic
+from memplace.instances.transformer import bert_base, gpt2, vit_b16
+from memplace.model import Instance
+from memplace.model.errors import MemplaceError
+
+FORMAT = "memplace-instance/1"
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+# Each maker returns a spec `workload` dict; keyword parameters: batch, width
+# (bytes per element), seq_len for the language models; seed for synthetic ones.
+WORKLOADS: dict[str, Callable[..., dict[str, Any]]] = {
+    "resnet50": functools.partial(resnet, 50),
+    "resnet101": functools.partial(resnet, 101),
+    "resnet152": functools.partial(resnet, 152),
+    "vgg16": vgg16,
+    "mobilenetv2": mobilenetv2,
+    "efficientnet-b0": efficientnet_b0,
+    "unet": unet,
+    "bert-base": bert_base,
+    "vit-b16": vit_b16,
+    "gpt2": gpt2,
+}
+SYNTHETIC = re.compile(r"synth-(\d+)")
+SYNTHETIC_SIZES = (100, 1000, 10000)
+
+EGRL_WORKLOADS = ("resnet50", "resnet101", "bert-base")
+# The committed benchmark set: every named workload on every preset, and a few
+# synthetic sizes (scaling studies) on the NNP-I and the edge NPU.
+COMMITTED: tuple[tuple[str, str], ...] = tuple(
+    [(w, h) for w in WORKLOADS for h in HARDWARE]
+    + [(f"synth-{n}", "nnpi") for n in SYNTHETIC_SIZES]
+    + [("synth-1000", "edge-npu")])
+
+
+def _unknown(what: str, name: str, known: list[str]) -> MemplaceError:
+    close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+    hint = f"; close matches: {', '.join(close)}" if close else f"; known: {', '.join(known)}"
+    return MemplaceError(f"unknown {what} {name!r}{hint}")
+
+
+def workload(name: str, **params: Any) -> dict[str, Any]:
+    """The workload dict named `name` (`synth-N` for any N), built with `params`."""
+    match = SYNTHETIC.fullmatch(name)
+    if name in WORKLOADS:
+        maker: Callable[..., dict[str, Any]] = WORKLOADS[name]
+    elif match:
+        maker = functools.partial(synthetic, int(match.group(1)))
+    else:
+        raise _unknown("workload", name, list(WORKLOADS) + ["synth-N"])
+    try:
+        return maker(**params)
+    except (TypeError, ValueError) as exc:
+        raise MemplaceError(f"workload {name!r} with parameters {params}: {exc}") from None
+
+
+def instance_name(workload_name: str, hardware_name: str, params: dict[str, Any]) -> str:
+    """`workload@hardware`, with non-default parameters in brackets: `resnet50[batch=4]@nnpi`."""
+    if not params:
+        return f"{workload_name}@{hardware_name}"
+    args = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return f"{workload_name}[{args}]@{hardware_name}"
+
+
+def build_instance(workload_name: str, hardware_name: str, **params: Any) -> dict[str, Any]:
+    """A full `memplace-instance/1` dict of a catalog workload on a hardware preset."""
+    if hardware_name not in HARDWARE:
+        raise _unknown("hardware preset", hardware_name, list(HARDWARE))
+    w = workload(workload_name, **params)
+    hw = hardware(hardware_name)
+    call = ", ".join([repr(workload_name), repr(hardware_name)]
+                     + [f"{k}={v!r}" for k, v in sorted(params.items())])
+    return {
+        "format": FORMAT,
+        "name": instance_name(workload_name, hardware_name, params),
+        "source": f"memplace.instances.build_instance({call})",
+        "notes": (f"workload: {w['source']}; parameters {w['params']}. "
+                  f"hardware: {hw['source']}."),
+        "workload": w,
+        "hardware": hw,
+    }
+
+
+# ---------------------------------------------------------------------- files
+def dumps(instance: dict[str, Any]) -> str:
+    """Compact, diff-friendly JSON: one line per op and per tensor, keys in the dict's
+    order, floats written by repr (they round-trip)."""
+    def compact(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    def obj(d: dict[str, Any], listed: tuple[str, ...]) -> str:
+        parts = []
+        for key, value in d.items():
+            if key in listed:
+                items = ",\n".join(compact(item) for item in value)
+                parts.append(f"{compact(key)}:[\n{items}\n]")
+            elif key == "workload":
+                parts.append(f"{compact(key)}:{obj(value, ('ops', 'tensors'))}")
+            else:
+                parts.append(f"{compact(key)}:{compact(value)}")
+        return "{" + ",\n".join(parts) + "}"
+
+    return obj(instance, ()) + "\n"
+
+
+def regenerate(data_dir: Path = DATA_DIR) -> list[Path]:
+    """Rewrite every committed instance file and drop files no longer in the set."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for workload_name, hardware_name in COMMITTED:
+        instance = build_instance(workload_name, hardware_name)
+        path = data_dir / f"{instance['name']}.json"
+        path.write_text(dumps(instance), encoding="utf-8")
+        written.append(path)
+    for stale in set(data_dir.glob("*.json")) - set(written):
+        stale.unlink()
+    return written
+
+
+def builtin_names() -> list[str]:
+    """Names of the committed instances, sorted."""
+    return sorted(path.stem for path in DATA_DIR.glob("*.json"))
+
+
+def builtin_path(name: str) -> Path:
+    """The file of a built-in instance, or the path itself if `name` is an existing file."""
+    path = DATA_DIR / f"{name}.json"
+    if "/" not in name and path.is_file():
+        return path
+    candidate = Path(name)
+    if candidate.is_file():
+        return candidate
+    raise _unknown("instance", name, builtin_names())
+
+
+def load(name_or_path: str | Path) -> Instance:
+    """A built-in instance by name (`resnet50@nnpi`) or an instance file by path,
+    checked and turned into a `memplace.model.Instance`."""
+    return Instance.from_file(builtin_path(str(name_or_path)))
