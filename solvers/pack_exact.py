@@ -1,0 +1,310 @@
+"""Exact offset assignment: a depth-first search over canonical packings.
+
+The search rests on three facts about the dynamic storage allocation problem.
+
+Canonical packings. Let every buffer of a valid packing fall as low as it can
+(to the aligned top of the highest time-overlapping buffer below it, or 0).
+The packing stays valid, and taking its buffers by increasing offset (ties by
+a fixed rank) each one sits exactly on the rounded-up *floor* of its lifespan
+(the highest top of the already-placed buffers it overlaps). So it suffices
+to search sequences in which buffers are placed on their floor with the pair
+(offset, rank) strictly increasing. The last placed offset is a *watermark*:
+no later buffer goes below it.
+
+Section bound. The time axis is cut at every lifespan end into sections. In a
+section, the unplaced buffers stack on top of each other, the lowest no lower
+than the watermark or its own floor; if that plus their total size exceeds
+the capacity, the partial packing is dead. With the watermark this is strong:
+choosing a buffer that is not among the lowest wastes the space below it in
+every other section, and in a section without slack that is fatal at once.
+
+Independent parts. Buffers whose lifespans do not cross a time cut can be
+packed on either side of it independently; the driver splits there.
+
+The kernel runs under a node limit; the driver restarts with another static
+order (the tie-breaking rank) and a doubled limit, as long as time is left.
+Exhausting the search without a node-limit stop proves infeasibility.
+"""
+from __future__ import annotations
+
+import time
+
+import numba
+import numpy as np
+from numba import njit
+
+PACKED = 0
+INFEASIBLE = 1
+NODE_LIMIT = 2
+TIME_LIMIT = 3
+
+
+@njit(cache=True, nogil=True)
+def _round_up(x, a):
+    return ((x + a - 1) // a) * a
+
+
+@njit(cache=True, nogil=True)
+def _now():
+    with numba.objmode(t="float64"):
+        t = time.perf_counter()
+    return t
+
+
+@njit(cache=True, nogil=True)
+def _dead(sizes, alignments, sec_ptr, sec_members, nsec, placed, maxfloor, floor, remaining,
+          capacity, watermark):
+    """True when some section's unplaced buffers cannot stack above the watermark."""
+    for s in range(nsec):
+        rem = remaining[s]
+        if rem > 0 and max(floor[s], watermark) + rem > capacity:
+            return True
+    for s in range(nsec):
+        rem = remaining[s]
+        if rem == 0:
+            continue
+        lowest = capacity
+        for k in range(sec_ptr[s], sec_ptr[s + 1]):
+            c = sec_members[k]
+            if not placed[c]:
+                v = _round_up(maxfloor[c], alignments[c])
+                if v < watermark:
+                    v = watermark
+                if v < lowest:
+                    lowest = v
+        if lowest + rem > capacity:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members,
+           twin_prev, capacity, node_limit, deadline, offsets):
+    """Depth-first search over canonical packings of buffers ranked by index.
+
+    Fills `offsets` and returns (status, nodes): PACKED, INFEASIBLE (search space
+    exhausted), NODE_LIMIT or TIME_LIMIT (`deadline` in perf_counter seconds,
+    negative for none).
+    """
+    n = sizes.size
+    placed = np.zeros(n, np.bool_)
+    maxfloor = np.zeros(n, np.int64)
+    floor = np.zeros(nsec, np.int64)
+    remaining = np.zeros(nsec, np.int64)
+    for i in range(n):
+        for s in range(sec_lo[i], sec_hi[i]):
+            remaining[s] += sizes[i]
+    for s in range(nsec):
+        if remaining[s] > capacity:
+            return INFEASIBLE, 0
+    total_width = 0
+    for i in range(n):
+        total_width += sec_hi[i] - sec_lo[i]
+    floor_trail = np.empty(total_width, np.int64)
+    mf_trail_idx = np.empty(adj.size + 1, np.int64)
+    mf_trail_val = np.empty(adj.size + 1, np.int64)
+    chosen = np.empty(n, np.int64)
+    tried = np.empty(n + 1, np.int64)      # last candidate key tried at each depth
+    floor_top = np.zeros(n + 1, np.int64)  # trail sizes at entry of each depth
+    mf_top = np.zeros(n + 1, np.int64)
+    key_base = np.int64(n)
+    nodes = 0
+    depth = 0
+    tried[0] = -1
+    while True:
+        # next candidate at this depth: smallest (floor, rank) key above the last tried one
+        best_key = np.int64(-1)
+        best = -1
+        lim = tried[depth]
+        for c in range(n):
+            if placed[c]:
+                continue
+            tp = twin_prev[c]
+            if tp >= 0 and not placed[tp]:
+                continue
+            o = _round_up(maxfloor[c], alignments[c])
+            if o + sizes[c] > capacity:
+                continue
+            key = o * key_base + c
+            if key > lim and (best < 0 or key < best_key):
+                best_key = key
+                best = c
+        if best < 0:
+            if depth == 0:
+                return INFEASIBLE, nodes
+            depth -= 1
+            # undo the buffer placed at this depth
+            b = chosen[depth]
+            placed[b] = False
+            offsets[b] = -1
+            ft = floor_top[depth]
+            for s in range(sec_lo[b], sec_hi[b]):
+                floor[s] = floor_trail[ft]
+                remaining[s] += sizes[b]
+                ft += 1
+            for k in range(mf_top[depth + 1] - 1, mf_top[depth] - 1, -1):
+                maxfloor[mf_trail_idx[k]] = mf_trail_val[k]
+            continue
+        tried[depth] = best_key
+        nodes += 1
+        if nodes > node_limit:
+            return NODE_LIMIT, nodes
+        if deadline >= 0.0 and (nodes & 1023) == 0 and _now() > deadline:
+            return TIME_LIMIT, nodes
+        b = best
+        o = _round_up(maxfloor[b], alignments[b])
+        top = o + sizes[b]
+        placed[b] = True
+        offsets[b] = o
+        chosen[depth] = b
+        ft = floor_top[depth]
+        for s in range(sec_lo[b], sec_hi[b]):
+            floor_trail[ft] = floor[s]
+            floor[s] = top
+            remaining[s] -= sizes[b]
+            ft += 1
+        floor_top[depth + 1] = ft
+        mt = mf_top[depth]
+        for k in range(adj_ptr[b], adj_ptr[b + 1]):
+            c = adj[k]
+            if not placed[c] and maxfloor[c] < top:
+                mf_trail_idx[mt] = c
+                mf_trail_val[mt] = maxfloor[c]
+                maxfloor[c] = top
+                mt += 1
+        mf_top[depth + 1] = mt
+        if depth + 1 == n:
+            return PACKED, nodes
+        if _dead(sizes, alignments, sec_ptr, sec_members, nsec, placed, maxfloor, floor,
+                 remaining, capacity, o):
+            # undo at once and try the next candidate at this depth
+            placed[b] = False
+            offsets[b] = -1
+            ft = floor_top[depth]
+            for s in range(sec_lo[b], sec_hi[b]):
+                floor[s] = floor_trail[ft]
+                remaining[s] += sizes[b]
+                ft += 1
+            for k in range(mt - 1, mf_top[depth] - 1, -1):
+                maxfloor[mf_trail_idx[k]] = mf_trail_val[k]
+            continue
+        depth += 1
+        tried[depth] = o * key_base + b
+
+
+# ---------------------------------------------------------------------------
+# Driver: static orders, time sections, independent parts, restarts.
+
+def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
+    """Rankings tried in turn: each lists buffer indices, most constrained first."""
+    width = uppers - lowers
+    area = width * sizes
+    points = np.unique(np.concatenate([lowers, uppers]))
+    lo = np.searchsorted(points, lowers)
+    hi = np.searchsorted(points, uppers)
+    load = np.zeros(points.size, np.int64)
+    np.add.at(load, lo, sizes)
+    np.add.at(load, hi, -sizes)
+    load = np.cumsum(load)
+    total = np.array([load[lo[i]:hi[i]].max() for i in range(sizes.size)], np.int64)
+    idx = np.arange(sizes.size)
+    # np.lexsort sorts by the last key first; negate for decreasing
+    keys = [
+        (idx, -total, -area, -width),   # longest lifespan, then largest area
+        (idx, -width, -area, -total),   # most crowded sections first
+        (idx, -area, -width, -total),
+        (idx, -width, -sizes, -area),   # largest area first
+        (idx, -width, -area, -sizes),   # largest size first
+    ]
+    return [np.lexsort(k) for k in keys]
+
+
+def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
+    """Groups of buffer indices that no time cut separates (packable independently)."""
+    order = np.argsort(lowers, kind="mergesort")
+    parts, start, reach = [], 0, None
+    for k, i in enumerate(order):
+        if reach is not None and lowers[i] >= reach:
+            parts.append(order[start:k])
+            start, reach = k, None
+        reach = uppers[i] if reach is None else max(reach, uppers[i])
+    parts.append(order[start:])
+    return [np.sort(p) for p in parts if p.size]
+
+
+def _prepare(sizes, lowers, uppers, alignments):
+    """Sections, time-overlap adjacency and section membership, buffers ranked by index."""
+    n = sizes.size
+    points = np.unique(np.concatenate([lowers, uppers]))
+    sec_lo = np.searchsorted(points, lowers).astype(np.int64)
+    sec_hi = np.searchsorted(points, uppers).astype(np.int64)
+    nsec = points.size - 1
+    overlap = (lowers[:, None] < uppers[None, :]) & (lowers[None, :] < uppers[:, None])
+    np.fill_diagonal(overlap, False)
+    adj_ptr = np.concatenate([[0], np.cumsum(overlap.sum(axis=1))]).astype(np.int64)
+    adj = np.nonzero(overlap)[1].astype(np.int64)
+    counts = np.zeros(nsec, np.int64)
+    for i in range(n):
+        counts[sec_lo[i]:sec_hi[i]] += 1
+    sec_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    fill = sec_ptr[:-1].copy()
+    sec_members = np.empty(sec_ptr[-1], np.int64)
+    for i in range(n):
+        for s in range(sec_lo[i], sec_hi[i]):
+            sec_members[fill[s]] = i
+            fill[s] += 1
+    # identical buffers are interchangeable: place them in rank order only
+    twin_prev = np.full(n, -1, np.int64)
+    seen: dict[tuple[int, int, int, int], int] = {}
+    for i in range(n):
+        key = (int(lowers[i]), int(uppers[i]), int(sizes[i]), int(alignments[i]))
+        if key in seen:
+            twin_prev[i] = seen[key]
+        seen[key] = i
+    return sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members, twin_prev
+
+
+def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limit):
+    """(status, offsets, nodes) for one independent part, restarting across static orders."""
+    orders = _static_orders(sizes, lowers, uppers)
+    nodes = 0
+    limit = node_limit
+    attempt = 0
+    while True:
+        rank = orders[attempt % len(orders)]
+        prepared = _prepare(sizes[rank], lowers[rank], uppers[rank], alignments[rank])
+        ranked = np.full(sizes.size, -1, np.int64)
+        status, used = search(sizes[rank], alignments[rank], *prepared, np.int64(capacity),
+                              np.int64(limit), float(deadline), ranked)
+        nodes += used
+        if status in (PACKED, INFEASIBLE, TIME_LIMIT):
+            offsets = np.full(sizes.size, -1, np.int64)
+            if status == PACKED:
+                offsets[rank] = ranked
+            return status, offsets, nodes
+        attempt += 1
+        limit *= 2
+
+
+def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
+                  alignments: np.ndarray, capacity: int, time_limit: float | None = None,
+                  node_limit: int = 2000) -> tuple[int, np.ndarray, int]:
+    """(status, offsets, nodes): PACKED with every offset, INFEASIBLE (proven) or TIME_LIMIT."""
+    deadline = -1.0 if time_limit is None else time.perf_counter() + time_limit
+    offsets = np.full(sizes.size, -1, np.int64)
+    total_nodes = 0
+    timed_out = False
+    # smallest parts first: an infeasible small part settles the question quickly
+    for part in sorted(_parts(lowers, uppers), key=len):
+        status, got, nodes = _solve_part(sizes[part], lowers[part], uppers[part],
+                                         alignments[part], capacity, deadline, node_limit)
+        total_nodes += nodes
+        if status == INFEASIBLE:
+            return INFEASIBLE, np.full(sizes.size, -1, np.int64), total_nodes
+        if status == TIME_LIMIT:
+            timed_out = True
+            break
+        offsets[part] = got
+    if timed_out:
+        return TIME_LIMIT, np.full(sizes.size, -1, np.int64), total_nodes
+    return PACKED, offsets, total_nodes
