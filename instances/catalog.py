@@ -71,6 +71,10 @@ def workload(name: str, **params: Any) -> dict[str, Any]:
         raise MemplaceError(f"workload {name!r} with parameters {params}: {exc}") from None
 
 
+def _params_text(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
 def instance_name(workload_name: str, hardware_name: str, params: dict[str, Any]) -> str:
     """`workload@hardware`, with non-default parameters in brackets: `resnet50[batch=4]@nnpi`."""
     if not params:
@@ -91,8 +95,9 @@ def build_instance(workload_name: str, hardware_name: str, **params: Any) -> dic
         "format": FORMAT,
         "name": instance_name(workload_name, hardware_name, params),
         "source": f"memplace.instances.build_instance({call})",
-        "notes": (f"workload: {w['source']}; parameters {w['params']}. "
-                  f"hardware: {hw['source']}."),
+        "notes": (f"{w['name']} with {_params_text(w['params'])} on {hw['name']}; flops count "
+                  "2 per multiply-accumulate; the sources of the figures are in workload.source "
+                  "and hardware.source"),
         "workload": w,
         "hardware": hw,
     }
