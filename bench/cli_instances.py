@@ -83,16 +83,19 @@ def show_command(instance: str) -> None:
 @click.option("--seed", type=int, help="rebuild a synthetic workload with this seed")
 def export_command(instance: str, output: str, batch: int | None, width: int | None,
                    seq_len: int | None, seed: int | None) -> None:
-    """Write INSTANCE to a memplace-instance/1 file; with parameters, build it anew."""
-    from memplace.instances import build_instance, dumps, load
+    """Write INSTANCE to a memplace-instance/1 file.
+
+    INSTANCE is a built-in name or a file; any WORKLOAD@HARDWARE of the catalog
+    (e.g. synth-5000@gpu) is built anew, as is every instance given parameters."""
+    from memplace.instances import build_instance, builtin_names, dumps, load
+    from memplace.model import Instance
     params = {k: v for k, v in (("batch", batch), ("width", width), ("seq_len", seq_len),
                                 ("seed", seed)) if v is not None}
-    if params:
-        workload_name, sep, hardware_name = instance.partition("@")
+    workload_name, sep, hardware_name = instance.partition("@")
+    if params or (sep and instance not in builtin_names() and not Path(instance).is_file()):
         if not sep:
             raise MemplaceError(f"instance {instance!r}: parameters need a WORKLOAD@HARDWARE name")
         data = build_instance(workload_name, hardware_name, **params)
-        from memplace.model import Instance
         Instance.from_dict(data)  # the same checks as loading
     else:
         data = load(instance).to_dict()

@@ -219,7 +219,7 @@ def efficientnet_b0(batch: int = 1, width: int = 1) -> dict[str, Any]:
                 y = net.conv(f"{name}.expand", y, expand * x.c, 1)
             y = net.conv(f"{name}.depthwise", y, y.c, k, stride=stride, groups=y.c)
             squeezed = net.global_pool(f"{name}.se.pool", y)
-            squeezed = net.fc(f"{name}.se.reduce", squeezed, max(1, x.c // 4), activation="sigmoid")
+            squeezed = net.fc(f"{name}.se.reduce", squeezed, max(1, x.c // 4), activation="swish")
             squeezed = net.fc(f"{name}.se.expand", squeezed, y.c, activation="sigmoid")
             y = net.scale(f"{name}.se.scale", y, squeezed)
             residual = x if stride == 1 and x.c == c else None

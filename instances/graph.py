@@ -22,6 +22,7 @@ ELEMENTWISE_FLOPS: dict[str, float] = {
     "where": 1.0,
     "relu": 1.0,
     "sigmoid": 4.0,
+    "swish": 5.0,
     "tanh": 4.0,
     "softmax": 5.0,
     "gelu": 8.0,

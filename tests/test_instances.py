@@ -180,6 +180,12 @@ def test_cli_export_writes_a_loadable_file(runner, tmp_path):
     inst = load(batched)
     assert inst.name == "bert-base[batch=2,seq_len=64]@tpu"
     assert inst.tensors[0]["size"] == 2 * 64 * 4  # input ids
+    fresh = tmp_path / "s.json"
+    result = runner.invoke(main, ["instances", "export", "synth-300@edge-npu", "-o", str(fresh)])
+    assert result.exit_code == 0, result.output
+    assert load(fresh).n_ops == 300
+    result = runner.invoke(main, ["instances", "export", "resnet49@nnpi", "-o", str(fresh)])
+    assert result.exit_code == 2 and "'resnet49'" in result.output
 
 
 def test_cli_regenerate_rewrites_data_files(runner, monkeypatch, tmp_path):
