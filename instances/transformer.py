@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memplace.instances.graph import ELEMENTWISE_FLOPS, GraphBuilder
+from memplace.instances.graph import GraphBuilder
 
 ID_BYTES = 4  # int32 token ids and mask
 

@@ -5,6 +5,8 @@ import functools
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memplace.instances import WORKLOADS, build_instance, synthetic, workload
 from memplace.model import Instance
@@ -220,6 +222,16 @@ def test_synthetic_hits_the_requested_op_count(n):
                                "workload": w, "hardware": build_instance("resnet50", "nnpi")["hardware"]})
     g = inst.graph()
     assert nx.is_directed_acyclic_graph(g) and all(p < c for p, c in g.edges)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 3000), seed=st.integers(0, 2**32 - 1))
+def test_any_synthetic_size_and_seed_gives_a_valid_instance_of_that_size(n, seed):
+    w = synthetic(n, seed=seed)
+    assert len(w["ops"]) == n
+    check_spec_rules(w)
+    Instance.from_dict({"format": "memplace-instance/1", "name": w["name"], "workload": w,
+                        "hardware": build_instance("resnet50", "tpu")["hardware"]})
 
 
 def test_synthetic_ops_read_one_to_three_activations_mostly_from_the_previous_layer():
