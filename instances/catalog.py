@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memplace.instances.cnn import efficientnet_b0, mobilenetv2, resnet, unet, vgg16
-from memplace.instances.hardware import HARDWARE, hardware
-from memplace.instances.synthetic import synthetic
+from memplace.instances.hardware import HARDWARE, hardware_preset
+from memplace.instances.synthetic import synthetic_workload
 from memplace.instances.transformer import bert_base, gpt2, vit_b16
 from memplace.model import Instance
 from memplace.model.errors import MemplaceError
@@ -62,7 +62,7 @@ def workload(name: str, **params: Any) -> dict[str, Any]:
     if name in WORKLOADS:
         maker: Callable[..., dict[str, Any]] = WORKLOADS[name]
     elif match:
-        maker = functools.partial(synthetic, int(match.group(1)))
+        maker = functools.partial(synthetic_workload, int(match.group(1)))
     else:
         raise _unknown("workload", name, list(WORKLOADS) + ["synth-N"])
     try:
@@ -88,7 +88,7 @@ def build_instance(workload_name: str, hardware_name: str, **params: Any) -> dic
     if hardware_name not in HARDWARE:
         raise _unknown("hardware preset", hardware_name, list(HARDWARE))
     w = workload(workload_name, **params)
-    hw = hardware(hardware_name)
+    hw = hardware_preset(hardware_name)
     call = ", ".join([repr(workload_name), repr(hardware_name)]
                      + [f"{k}={v!r}" for k, v in sorted(params.items())])
     return {

@@ -82,6 +82,6 @@ A100: dict[str, Any] = {
 HARDWARE: dict[str, dict[str, Any]] = {hw["name"]: hw for hw in (NNPI, TPU, ETHOS_U65, A100)}
 
 
-def hardware(name: str) -> dict[str, Any]:
+def hardware_preset(name: str) -> dict[str, Any]:
     """A fresh copy of the preset named `name` (KeyError if there is none)."""
     return copy.deepcopy(HARDWARE[name])

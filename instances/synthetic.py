@@ -43,7 +43,7 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def synthetic(n_ops: int, seed: int = 0) -> dict[str, Any]:
+def synthetic_workload(n_ops: int, seed: int = 0) -> dict[str, Any]:
     """A workload dict named `synth-{n_ops}` with exactly `n_ops` ops, drawn from `seed`."""
     if n_ops < 2:
         raise ValueError(f"a synthetic workload needs at least 2 ops, got {n_ops}")

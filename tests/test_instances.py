@@ -8,14 +8,14 @@ from click.testing import CliRunner
 
 from memplace.bench.cli import main
 from memplace.instances import (COMMITTED, DATA_DIR, HARDWARE, WORKLOADS, build_instance,
-                                builtin_names, dumps, hardware, load)
+                                builtin_names, dumps, hardware_preset, load)
 from memplace.model import Instance, slowest_latency
 from memplace.model.errors import MemplaceError
 
 
 # ---------------------------------------------------------------------- presets
 def test_nnpi_preset_is_spec_section_8():
-    hw = hardware("nnpi")
+    hw = hardware_preset("nnpi")
     assert hw["compute_rate"] == 9.2e13
     assert hw["levels"] == [
         {"name": "SRAM", "capacity": 4194304, "bandwidth": 6.8e12},
@@ -27,7 +27,7 @@ def test_nnpi_preset_is_spec_section_8():
 
 @pytest.mark.parametrize("name", list(HARDWARE))
 def test_presets_are_fastest_first_with_only_the_last_level_unbounded(name):
-    hw = hardware(name)
+    hw = hardware_preset(name)
     levels = hw["levels"]
     assert hw["name"] == name and hw["source"]
     bandwidths = [lv["bandwidth"] for lv in levels]
@@ -38,7 +38,7 @@ def test_presets_are_fastest_first_with_only_the_last_level_unbounded(name):
 
 
 def test_published_figures_of_the_other_presets():
-    tpu, edge, gpu = hardware("tpu"), hardware("edge-npu"), hardware("gpu")
+    tpu, edge, gpu = hardware_preset("tpu"), hardware_preset("edge-npu"), hardware_preset("gpu")
     assert tpu["compute_rate"] == 1.38e14
     assert [lv["capacity"] for lv in tpu["levels"]] == [16 * 2**20, 128 * 2**20, None]
     assert tpu["levels"][-1]["bandwidth"] == 6.14e11
@@ -52,8 +52,8 @@ def test_published_figures_of_the_other_presets():
 
 
 def test_hardware_returns_a_copy():
-    hardware("nnpi")["levels"][0]["capacity"] = 1
-    assert hardware("nnpi")["levels"][0]["capacity"] == 4194304
+    hardware_preset("nnpi")["levels"][0]["capacity"] = 1
+    assert hardware_preset("nnpi")["levels"][0]["capacity"] == 4194304
 
 
 # ---------------------------------------------------------------------- catalog

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memplace.instances import WORKLOADS, build_instance, synthetic, workload
+from memplace.instances import WORKLOADS, build_instance, synthetic_workload, workload
 from memplace.model import Instance
 
 # EGRL's graphs had 57 (ResNet-50), 108 (ResNet-101) and 376 (BERT) nodes.
@@ -208,14 +208,14 @@ def test_data_flow_is_a_dag_in_schedule_order_with_one_final_output(name):
 
 
 def test_synthetic_is_seeded():
-    assert synthetic(500, seed=3) == synthetic(500, seed=3)
-    assert synthetic(500, seed=3) != synthetic(500, seed=4)
-    assert synthetic(500)["params"] == {"n_ops": 500, "seed": 0}
+    assert synthetic_workload(500, seed=3) == synthetic_workload(500, seed=3)
+    assert synthetic_workload(500, seed=3) != synthetic_workload(500, seed=4)
+    assert synthetic_workload(500)["params"] == {"n_ops": 500, "seed": 0}
 
 
 @pytest.mark.parametrize("n", [2, 100, 1234, 20000])
 def test_synthetic_hits_the_requested_op_count(n):
-    w = synthetic(n, seed=1)
+    w = synthetic_workload(n, seed=1)
     assert w["name"] == f"synth-{n}" and len(w["ops"]) == n
     check_spec_rules(w)
     inst = Instance.from_dict({"format": "memplace-instance/1", "name": w["name"],
@@ -227,7 +227,7 @@ def test_synthetic_hits_the_requested_op_count(n):
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(2, 3000), seed=st.integers(0, 2**32 - 1))
 def test_any_synthetic_size_and_seed_gives_a_valid_instance_of_that_size(n, seed):
-    w = synthetic(n, seed=seed)
+    w = synthetic_workload(n, seed=seed)
     assert len(w["ops"]) == n
     check_spec_rules(w)
     Instance.from_dict({"format": "memplace-instance/1", "name": w["name"], "workload": w,
@@ -235,7 +235,7 @@ def test_any_synthetic_size_and_seed_gives_a_valid_instance_of_that_size(n, seed
 
 
 def test_synthetic_ops_read_one_to_three_activations_mostly_from_the_previous_layer():
-    w = synthetic(5000, seed=2)
+    w = synthetic_workload(5000, seed=2)
     reads: dict[int, list[int]] = {}
     for t in w["tensors"]:
         if t["kind"] == "activation" and t["producer"] is not None:
@@ -251,7 +251,7 @@ def test_synthetic_ops_read_one_to_three_activations_mostly_from_the_previous_la
 
 
 def test_synthetic_flops_follow_sizes():
-    w = synthetic(300, seed=5)
+    w = synthetic_workload(300, seed=5)
     by_name = {t["name"]: t for t in w["tensors"]}
     for k, op in enumerate(w["ops"]):
         out = by_name[f"op{k}.out"]["size"]
