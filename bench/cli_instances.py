@@ -1,6 +1,7 @@
 """`memplace instances ...`: list, show, export and regenerate the benchmark instances."""
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import click
@@ -26,10 +27,16 @@ def instances_group() -> None:
 
 
 @instances_group.command("list")
-def list_command() -> None:
-    """One line per built-in instance: size, peak live bytes, slowest latency, compute floor."""
+@click.argument("patterns", nargs=-1)
+def list_command(patterns: tuple[str, ...]) -> None:
+    """One line per built-in instance: size, peak live bytes, slowest latency, compute floor.
+
+    PATTERNS (glob, e.g. 'resnet*@nnpi') keep only the names matching one of them."""
     from memplace.instances import builtin_names, load
-    names = builtin_names()
+    names = [n for n in builtin_names()
+             if not patterns or any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    if not names:
+        raise MemplaceError(f"no built-in instance matches {' '.join(patterns)}")
     width = max(len(n) for n in names)
     click.echo(f"{'name':<{width}}  {'ops':>6}  {'tensors':>7}  {'peak live MiB':>13}  "
                f"{'slowest us':>12}  {'floor us':>10}")

@@ -153,6 +153,16 @@ def test_cli_list_shows_every_builtin_instance(runner):
     assert float(row[5]) == pytest.approx(inst.compute_floor() * 1e6, abs=0.1)
 
 
+def test_cli_list_filters_by_glob(runner):
+    result = runner.invoke(main, ["instances", "list", "resnet*@nnpi", "gpt2@*"])
+    assert result.exit_code == 0, result.output
+    names = [line.split()[0] for line in result.output.splitlines()[1:]]
+    assert names == ["gpt2@edge-npu", "gpt2@gpu", "gpt2@nnpi", "gpt2@tpu",
+                     "resnet101@nnpi", "resnet152@nnpi", "resnet50@nnpi"]
+    result = runner.invoke(main, ["instances", "list", "alexnet*"])
+    assert result.exit_code == 2 and "alexnet*" in result.output
+
+
 def test_cli_show_summarises_levels_and_sizes(runner):
     result = runner.invoke(main, ["instances", "show", "mobilenetv2@edge-npu"])
     assert result.exit_code == 0, result.output
