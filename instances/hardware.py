@@ -51,14 +51,14 @@ ETHOS_U65: dict[str, Any] = {
     "compute_rate": 2 * 512 * 1e9,
     "levels": [
         {"name": "SRAM", "capacity": 1 * MiB, "bandwidth": 1.6e10, "addressed": True,
-         "alignment": 16},
+         "alignment": 64},
         {"name": "DRAM", "capacity": None, "bandwidth": 3.75e9},
     ],
     "source": (
         "Arm Ethos-U65-512 microNPU (Arm product announcement, Oct 2020: 512 8-bit MACs per "
         "cycle at 1 GHz, 1.02 TOPS) with an on-chip SRAM of 1 MiB (one ISRAM bank of Arm's "
-        "Corstone-300 reference design), addressed by the compiler with 16-byte tensor "
-        "alignment (Vela compiler, --allocation-alignment default), SRAM 16 GB/s and DRAM "
+        "Corstone-300 reference design), addressed by the compiler with 64-byte tensor "
+        "alignment (a cache-line/AXI-burst granularity; Vela's own default is 16), SRAM 16 GB/s and DRAM "
         "3.75 GB/s (Vela vela.ini system config Ethos_U65_High_End)"),
 }
 

@@ -43,7 +43,7 @@ def test_published_figures_of_the_other_presets():
     assert [lv["capacity"] for lv in tpu["levels"]] == [16 * 2**20, 128 * 2**20, None]
     assert tpu["levels"][-1]["bandwidth"] == 6.14e11
     assert edge["levels"][0] == {"name": "SRAM", "capacity": 2**20, "bandwidth": 1.6e10,
-                                 "addressed": True, "alignment": 16}
+                                 "addressed": True, "alignment": 64}
     assert edge["compute_rate"] == 1.024e12
     assert gpu["compute_rate"] == 6.24e14
     assert gpu["levels"][0]["capacity"] == 108 * 164 * 1024
@@ -166,7 +166,7 @@ def test_cli_list_filters_by_glob(runner):
 def test_cli_show_summarises_levels_and_sizes(runner):
     result = runner.invoke(main, ["instances", "show", "mobilenetv2@edge-npu"])
     assert result.exit_code == 0, result.output
-    assert "addressed, alignment 16" in result.output
+    assert "addressed, alignment 64" in result.output
     assert "ops           54" in result.output
     assert "weights       3.31 MiB (3470760 B)" in result.output
     assert "Sandler" in result.output
