@@ -1,0 +1,126 @@
+"""Commands of the benchmark harness: `bench`, `report` and `validate-results`."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memplace.model.errors import MemplaceError
+
+
+def default_out(plan) -> Path:
+    """results/<plan name>/: shipped plans (and others) sit side by side."""
+    return Path("results") / plan.name
+
+
+class Progress:
+    """A tqdm bar on a terminal; otherwise one plain line per finished run."""
+
+    def __init__(self, total: int, skipped: int):
+        self.total, self.count, self.began = total, 0, time.perf_counter()
+        self.failed = 0
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, unit="run", dynamic_ncols=True, file=sys.stderr,
+                            initial=0, desc=f"runs ({skipped} already done)" if skipped else "runs")
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        self.count += 1
+        self.failed += record["status"] not in ("optimal", "feasible")
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{record['solver']} on {record['instance']}, "
+                                     f"{self.failed} failed", refresh=False)
+            self.bar.update(1)
+            return
+        elapsed = time.perf_counter() - self.began
+        left = elapsed / self.count * (self.total - self.count)
+        what = (f"{record['latency'] * 1e6:.3f} us" if record["latency"] is not None
+                else (record["error"] or "")[:120])
+        click.echo(f"[{self.count}/{self.total} {elapsed:.0f}s, ~{left:.0f}s left] "
+                   f"{record['instance']} {record['solver']} seed={record['seed']} "
+                   f"{record['status']} {what} ({record['wall_s']:.1f} s)")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+@click.command("bench")
+@click.argument("plan_name", metavar="[PLAN]", default="quick")
+@click.option("--out", type=click.Path(file_okay=False), help="output folder [default: results/<plan>/]")
+@click.option("--jobs", type=int, default=None, help="runs at a time [default: number of cores]")
+@click.option("--resume", is_flag=True, help="continue the batch in --out: skip recorded runs")
+@click.option("--retry-failed", is_flag=True, help="with --resume, also redo runs recorded as failed")
+@click.option("--dask", metavar="ADDRESS|local", help="run on a Dask cluster (`local`: a LocalCluster)")
+def bench_command(plan_name: str, out: str | None, jobs: int | None, resume: bool,
+                  retry_failed: bool, dask: str | None) -> None:
+    """Run a benchmark PLAN (a shipped plan name or a TOML file; default: quick),
+    appending one record per run to runs.jsonl in the output folder."""
+    from memplace.bench.plan import load_plan
+    from memplace.bench.runner import pending, run_batch
+    from memplace.bench.store import RunStore
+    plan = load_plan(plan_name)
+    jobs = jobs or os.cpu_count() or 1
+    if jobs < 1:
+        raise MemplaceError(f"--jobs must be >= 1, got {jobs}")
+    store = RunStore(out or default_out(plan))
+    batch = pending(plan, store, resume or retry_failed, retry_failed)
+    seconds = sum(t.time_limit for t in batch.todo)
+    click.echo(f"plan {plan.name}: {len(plan.tasks)} runs ({len(plan.instances)} instances x "
+               f"{len(plan.solvers)} solvers); to run now: {len(batch.todo)} "
+               f"(recorded: {batch.done}, failed and not retried: {batch.failed_skipped}); "
+               f"at most {seconds / jobs / 60:.1f} min of time limits on {jobs} "
+               f"{'Dask workers' if dask else 'workers'}; writing {store.path}")
+    progress = Progress(len(batch.todo), batch.done)
+    try:
+        records = run_batch(plan, batch, store, jobs, dask, on_record=progress)
+    finally:
+        progress.close()
+    failed = sum(r["status"] not in ("optimal", "feasible") for r in records)
+    click.echo(f"done: {len(records)} runs in {time.perf_counter() - progress.began:.0f} s, "
+               f"{failed} failed; next: memplace report {store.path}")
+
+
+@click.command("report")
+@click.argument("runs", type=click.Path(dir_okay=False))
+@click.option("--out", type=click.Path(file_okay=False), help="output folder [default: the runs file's folder]")
+def report_command(runs: str, out: str | None) -> None:
+    """Tables (Markdown, LaTeX, CSV) and plots (PNG, SVG) from a runs file."""
+    from memplace.bench.report_plots import write_plots
+    from memplace.bench.report_tables import write_tables
+    from memplace.bench.results import Results
+    from memplace.bench.store import read_runs
+    folder = Path(out) if out else Path(runs).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    results = Results(read_runs(runs))
+    written = write_tables(results, folder) + write_plots(results, folder)
+    click.echo(f"{len(results.records)} runs on {len(results.instances)} instances by "
+               f"{len(results.solvers)} solvers; wrote {len(written)} files to {folder}")
+    for path in written:
+        click.echo(f"  {path}")
+
+
+@click.command("validate-results")
+@click.argument("runs", type=click.Path(dir_okay=False))
+def validate_results_command(runs: str) -> None:
+    """Re-evaluate every stored placement against its instance; exit 1 if any record's
+    validity or latency does not hold, 0 if all do."""
+    from memplace.bench.replay import recheck
+    from memplace.bench.store import read_runs
+    records = read_runs(runs)
+    checked, findings = recheck(records)
+    for finding in findings:
+        click.echo(f"does not hold: {finding}")
+    skipped = len(records) - checked
+    click.echo(f"{checked} placements re-checked ({skipped} failed runs without one): "
+               f"{len(findings)} do not hold")
+    if findings:
+        sys.exit(1)
+
+
+COMMANDS = [bench_command, report_command, validate_results_command]

@@ -1,0 +1,328 @@
+"""Benchmark plans: small TOML files naming instances, solvers, seeds and limits.
+
+A plan (`bench/plans/quick.toml` is the shipped default) reads::
+
+    description = "every solver on a handful of small instances"
+    instances = ["resnet50@nnpi", "mobilenetv2@*"]   # built-in names, glob patterns
+                                                    # over them, or instance file paths
+    solvers = ["*"]                                 # registered names or glob patterns
+    seeds = [0, 1]
+    time_limit = 5.0                                # seconds per run (a hard limit)
+    kill_margin = 10.0                              # optional, seconds past the limit
+                                                    # before the worker is killed
+    memory_limit_mb = 4096                          # optional, per worker (address space)
+    solver_modules = ["my_solvers"]                 # optional: modules (or .py files)
+                                                    # that register extra solvers
+    one_seed = ["milp"]                             # optional: solvers to run with the
+                                                    # first seed only (see below)
+
+    [params.random-greedy]                          # optional parameter overrides
+    samples = 50
+
+Rules, all checked before anything runs (an error names the offending entry):
+
+- Glob patterns over solver names match built-in solvers only (those defined in
+  `memplace.solvers`); a solver from `solver_modules` or from the environment
+  variable MEMPLACE_EXTRA_SOLVER_MODULES (comma-separated modules or .py paths,
+  imported by the harness and by every worker) must be named exactly.
+- Instance paths (entries with a `/` or ending in `.json`) are relative to the
+  plan file's folder.
+- A deterministic solver runs once per instance, with the plan's first seed, even
+  if the plan lists several seeds: its result does not depend on the seed. A
+  solver counts as deterministic when its registration says so
+  (`SolverInfo.deterministic`, if the interface has it) or, failing that, when it
+  takes no parameters at all (the one-shot compiler heuristics). `one_seed` adds
+  solvers whose result does not depend on the seed but that take parameters
+  (an exact MILP, whose runs differ by timing only).
+"""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memplace.model import Instance
+from memplace.model.errors import MemplaceError
+
+PLANS_DIR = Path(__file__).resolve().parent / "plans"
+EXTRA_MODULES_ENV = "MEMPLACE_EXTRA_SOLVER_MODULES"
+DEFAULT_KILL_MARGIN_S = 10.0
+PLAN_KEYS = {"description", "instances", "solvers", "seeds", "time_limit", "kill_margin",
+             "memory_limit_mb", "solver_modules", "one_seed", "params"}
+
+
+class PlanError(MemplaceError):
+    """A plan that cannot run: names the plan file and the offending entry."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run: a solver with its parameters on one instance with one seed."""
+
+    instance: str  # the instance's name
+    source: str  # what loads it: a built-in name or an absolute file path
+    sha256: str  # fingerprint of the instance (see `instance_sha256`)
+    solver: str
+    params: dict[str, Any]  # every parameter, defaults filled in
+    seed: int
+    time_limit: float
+    kill_margin: float = DEFAULT_KILL_MARGIN_S
+    memory_limit_mb: int | None = None
+    solver_modules: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple:
+        """What makes two runs the same run (resume skips a task whose key is recorded)."""
+        return run_key(self.instance, self.sha256, self.solver, self.params, self.seed,
+                       self.time_limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"instance": self.instance, "source": self.source, "sha256": self.sha256,
+                "solver": self.solver, "params": self.params, "seed": self.seed,
+                "time_limit": self.time_limit, "kill_margin": self.kill_margin,
+                "memory_limit_mb": self.memory_limit_mb,
+                "solver_modules": list(self.solver_modules)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Task":
+        return cls(**{**data, "solver_modules": tuple(data["solver_modules"])})
+
+
+def run_key(instance: str, sha256: str, solver: str, params: dict[str, Any], seed: int,
+            time_limit: float) -> tuple:
+    return (instance, sha256, solver, json.dumps(params, sort_keys=True), int(seed),
+            float(time_limit))
+
+
+@dataclass
+class Plan:
+    name: str
+    path: Path
+    text: str  # the TOML as read, copied next to the results
+    description: str
+    tasks: list[Task] = field(default_factory=list)
+    instances: list[str] = field(default_factory=list)
+    solvers: list[str] = field(default_factory=list)
+
+
+def shipped_plans() -> list[str]:
+    return sorted(p.stem for p in PLANS_DIR.glob("*.toml"))
+
+
+def plan_path(name_or_path: str) -> Path:
+    """A shipped plan by name (`quick`) or a TOML file by path."""
+    shipped = PLANS_DIR / f"{name_or_path}.toml"
+    if "/" not in name_or_path and not name_or_path.endswith(".toml") and shipped.is_file():
+        return shipped
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    raise PlanError(f"no plan {name_or_path!r}: not a shipped plan ({', '.join(shipped_plans())}) "
+                    "nor a file")
+
+
+def is_shipped(path: Path) -> bool:
+    return path.resolve().parent == PLANS_DIR
+
+
+def load_plan(name_or_path: str) -> Plan:
+    """Read and check a plan, expanding it into its tasks; raises PlanError before
+    anything runs if an instance, solver or parameter is unknown."""
+    path = plan_path(name_or_path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"plan {path}: not valid TOML ({exc})") from None
+    try:
+        return _expand(path, text, data)
+    except MemplaceError as exc:
+        raise PlanError(f"plan {path}: {exc}") from None
+
+
+def _expand(path: Path, text: str, data: dict[str, Any]) -> Plan:
+    unknown = sorted(set(data) - PLAN_KEYS)
+    if unknown:
+        raise PlanError(f"unknown key {unknown[0]!r} (keys: {', '.join(sorted(PLAN_KEYS))})")
+    for key in ("instances", "solvers", "seeds", "time_limit"):
+        if key not in data:
+            raise PlanError(f"missing key {key!r}")
+    modules = tuple(_strings(data.get("solver_modules", []), "solver_modules"))
+    modules = tuple(_absolute_module(m, path.parent) for m in modules) + env_solver_modules()
+    import_solver_modules(modules)
+
+    seeds = data["seeds"]
+    if not (isinstance(seeds, list) and seeds
+            and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+        raise PlanError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
+    time_limit = _positive(data["time_limit"], "time_limit")
+    margin = _positive(data.get("kill_margin", DEFAULT_KILL_MARGIN_S), "kill_margin")
+    memory = data.get("memory_limit_mb")
+    if memory is not None and not (isinstance(memory, int) and memory > 0):
+        raise PlanError(f"memory_limit_mb must be a positive integer, got {memory!r}")
+
+    sources = resolve_instances(_strings(data["instances"], "instances"), path.parent)
+    solver_names = resolve_solvers(_strings(data["solvers"], "solvers"))
+    params = _solver_params(data.get("params", {}), solver_names)
+    one_seed = set(_strings(data.get("one_seed", []), "one_seed"))
+    stray = sorted(one_seed - set(solver_names))
+    if stray:
+        raise PlanError(f"one_seed: solver {stray[0]!r} is not among the plan's solvers")
+
+    instances = [(source, *fingerprint(source)) for source in sources]
+    tasks = []
+    for source, name, sha in instances:
+        for solver in solver_names:
+            single = solver in one_seed or is_deterministic(solver)
+            for seed in (seeds[:1] if single else seeds):
+                tasks.append(Task(name, source, sha, solver, params[solver], int(seed),
+                                  time_limit, margin, memory, modules))
+    return Plan(path.stem, path, text, str(data.get("description", "")),
+                tasks, [name for _, name, _ in instances], solver_names)
+
+
+def _strings(value: Any, key: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PlanError(f"{key} must be a list of strings, got {value!r}")
+    return value
+
+
+def _positive(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise PlanError(f"{key} must be a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+# ---------------------------------------------------------------------- instances
+def resolve_instances(entries: list[str], base: Path) -> list[str]:
+    """Plan entries to instance sources (built-in names or absolute paths), in plan
+    order without repeats; unknown names and patterns that match nothing are errors."""
+    from memplace.instances import builtin_names, builtin_path
+    names = builtin_names()
+    out: list[str] = []
+    for entry in entries:
+        if "/" in entry or entry.endswith(".json"):
+            file = (base / entry).resolve()
+            if not file.is_file():
+                raise PlanError(f"instance file {entry!r} not found (looked at {file})")
+            found = [str(file)]
+        elif any(c in entry for c in "*?["):
+            found = fnmatch.filter(names, entry)
+            if not found:
+                raise PlanError(f"instance pattern {entry!r} matches no built-in instance")
+        else:
+            builtin_path(entry)  # raises, naming the instance and close matches
+            found = [entry]
+        out.extend(f for f in found if f not in out)
+    return out
+
+
+def instance_sha256(inst: Instance) -> str:
+    """sha256 of the canonical instance file (`memplace.instances.dumps`, UTF-8): the
+    bytes of the committed file for a built-in instance, whatever the file's layout
+    for others."""
+    from memplace.instances import dumps
+    return hashlib.sha256(dumps(inst.to_dict()).encode("utf-8")).hexdigest()
+
+
+def load_instance(source: str) -> Instance:
+    from memplace.instances import load
+    return load(source)
+
+
+def fingerprint(source: str) -> tuple[str, str]:
+    """(name, sha256) of an instance source."""
+    inst = load_instance(source)
+    return inst.name, instance_sha256(inst)
+
+
+# ---------------------------------------------------------------------- solvers
+def builtin_solvers() -> list[str]:
+    from memplace.solvers import registry
+    return [name for name, info in registry().items()
+            if info.fn.__module__.startswith("memplace.solvers.")]
+
+
+def resolve_solvers(entries: list[str]) -> list[str]:
+    from memplace.solvers import solver_info
+    out: list[str] = []
+    for entry in entries:
+        if any(c in entry for c in "*?["):
+            found = fnmatch.filter(builtin_solvers(), entry)
+            if not found:
+                raise PlanError(f"solver pattern {entry!r} matches no built-in solver")
+        else:
+            found = [solver_info(entry).name]  # raises ParameterError naming it
+        out.extend(f for f in found if f not in out)
+    return out
+
+
+def _solver_params(table: Any, solvers: list[str]) -> dict[str, dict[str, Any]]:
+    from memplace.solvers.base import coerce_params, solver_info
+    if not isinstance(table, dict):
+        raise PlanError("params must be a table of tables: [params.SOLVER]")
+    for name, values in table.items():
+        if name not in solvers:
+            raise PlanError(f"[params.{name}]: solver {name!r} is not among the plan's solvers "
+                            f"({', '.join(solvers)})")
+        if not isinstance(values, dict):
+            raise PlanError(f"[params.{name}] must be a table of parameter = value")
+    return {name: coerce_params(solver_info(name), table.get(name, {})) for name in solvers}
+
+
+def is_deterministic(solver: str) -> bool:
+    """Whether a solver's result ignores the seed (see the module docstring)."""
+    from memplace.solvers import solver_info
+    info = solver_info(solver)
+    flag = getattr(info, "deterministic", None)
+    return bool(flag) if flag is not None else not info.params
+
+
+# ---------------------------------------------------------------------- extra solver modules
+def env_solver_modules() -> tuple[str, ...]:
+    raw = os.environ.get(EXTRA_MODULES_ENV, "")
+    return tuple(_absolute_module(m.strip(), Path.cwd()) for m in raw.split(",") if m.strip())
+
+
+def _absolute_module(entry: str, base: Path) -> str:
+    """Module names stay; .py paths become absolute so workers anywhere can import them."""
+    if entry.endswith(".py"):
+        return str((base / entry).resolve())
+    return entry
+
+
+def import_solver_modules(modules: tuple[str, ...] | list[str]) -> None:
+    """Import modules that register extra solvers: dotted names, or paths to .py files."""
+    for entry in modules:
+        try:
+            if entry.endswith(".py"):
+                name = f"memplace_extra_{Path(entry).stem}"
+                if name in sys.modules or _loaded_from(entry):
+                    continue
+                spec = importlib.util.spec_from_file_location(name, entry)
+                if spec is None or spec.loader is None or not Path(entry).is_file():
+                    raise ImportError(f"no such file {entry}")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(entry)
+        except ImportError as exc:
+            raise PlanError(f"cannot import solver module {entry!r}: {exc}") from None
+
+
+def _loaded_from(path: str) -> bool:
+    """Whether a module was already imported from this file (under any name)."""
+    target = os.path.realpath(path)
+    return any(getattr(m, "__file__", None) and os.path.realpath(m.__file__) == target
+               for m in list(sys.modules.values()))

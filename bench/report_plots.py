@@ -1,0 +1,194 @@
+"""Result plots as PNG and SVG (matplotlib, Agg backend), from `Results`.
+
+- convergence_seconds / convergence_evaluations: best latency found so far against
+  seconds and against evaluations, one panel per instance; per solver the median
+  over its seeds (line) and the range from best to worst seed (band);
+- performance_profile: Dolan-More profile over instances of each solver's mean
+  latency over seeds, as a ratio to the best solver on that instance;
+- placement_<instance>: the best placement found for the instance: the load of
+  each level with a capacity over the schedule against that capacity, and how
+  many bytes each op moves from each level.
+"""
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memplace.bench.results import Results
+from memplace.bench.store import is_ok
+
+GRID_POINTS = 200
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams["svg.hashsalt"] = "memplace"  # same runs, same SVG bytes
+    return plt
+
+
+def _save(fig, folder: Path, stem: str) -> list[Path]:
+    paths = []
+    for suffix, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
+        path = folder / f"{stem}.{suffix}"
+        fig.savefig(path, dpi=120, bbox_inches="tight", metadata=metadata)
+        paths.append(path)
+    return paths
+
+
+def safe_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9@._-]+", "_", name)
+
+
+def best_so_far(trace: list[list[float]], axis: int, grid: np.ndarray) -> np.ndarray:
+    """The trace's best latency at each grid value of `axis` (0 seconds, 1 evaluations);
+    nan before its first point."""
+    points = np.asarray(trace, np.float64).reshape(-1, 3)
+    out = np.full(grid.shape, np.nan)
+    if points.size:
+        index = np.searchsorted(points[:, axis], grid, side="right") - 1
+        has = index >= 0
+        out[has] = points[index[has], 2]
+    return out
+
+
+def _grid(results: Results, axis: int) -> np.ndarray:
+    values = [p[axis] for r in results.records if is_ok(r) for p in r["trace"]]
+    positive = [v for v in values if v > 0]
+    low = min(positive) if positive else 1e-3
+    high = max(values + [low * 10])
+    return np.concatenate([[0.0], np.geomspace(low, high, GRID_POINTS)])
+
+
+def _panels(plt, count: int):
+    cols = min(3, count)
+    rows = math.ceil(count / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax in axes.flat[count:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:count])
+
+
+def convergence(results: Results, folder: Path, axis: int) -> list[Path]:
+    plt = _pyplot()
+    label = ("seconds", "evaluations")[axis]
+    grid = _grid(results, axis)
+    fig, axes = _panels(plt, len(results.instances))
+    colors = {s: plt.cm.tab20(i % 20) for i, s in enumerate(results.solvers)}
+    for ax, instance in zip(axes, results.instances):
+        for solver in results.solvers:
+            runs = results.ok_runs(instance, solver)
+            if not runs:
+                continue
+            curves = np.array([best_so_far(r["trace"], axis, grid) for r in runs]) * 1e6
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-nan before any result
+                median = np.nanmedian(curves, axis=0)
+                low, high = np.nanmin(curves, axis=0), np.nanmax(curves, axis=0)
+            ax.step(grid, median, where="post", color=colors[solver], label=solver, lw=1.4)
+            if len(runs) > 1:
+                ax.fill_between(grid, low, high, step="post", color=colors[solver], alpha=0.2, lw=0)
+        ax.set_xscale("symlog", linthresh=grid[1])
+        ax.set_title(instance, fontsize=10)
+        ax.set_xlabel(label)
+        ax.set_ylabel("best latency (µs)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"Best latency against {label}: median over seeds, band from best to worst seed")
+    fig.tight_layout()
+    paths = _save(fig, folder, f"convergence_{label}")
+    plt.close(fig)
+    return paths
+
+
+def performance_profile(results: Results, folder: Path) -> list[Path]:
+    plt = _pyplot()
+    means = {}
+    for instance in results.instances:
+        for solver in results.solvers:
+            lats = [r["latency"] for r in results.ok_runs(instance, solver)]
+            means[instance, solver] = float(np.mean(lats)) if lats else math.inf
+    ratios = {s: [] for s in results.solvers}
+    for instance in results.instances:
+        ran = [s for s in results.solvers if results.runs(instance, s)]
+        best = min(means[instance, s] for s in ran)
+        for s in ran:
+            ratios[s].append(means[instance, s] / best if math.isfinite(best) else math.inf)
+    finite = [r for rs in ratios.values() for r in rs if math.isfinite(r)]
+    top = max(finite + [1.0]) * 1.05 + 1e-9
+    taus = np.geomspace(1.0, top, 400)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, solver in enumerate(results.solvers):
+        rs = np.asarray(ratios[solver])
+        fraction = [(rs <= tau * (1 + 1e-12)).sum() / len(rs) for tau in taus]
+        ax.step(taus, fraction, where="post", label=solver, color=plt.cm.tab20(i % 20))
+    ax.set_xscale("log")
+    ax.set_xlabel("latency / best solver's latency on the instance (mean over seeds)")
+    ax.set_ylabel("fraction of instances")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"Performance profile over {len(results.instances)} instances")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    paths = _save(fig, folder, "performance_profile")
+    plt.close(fig)
+    return paths
+
+
+def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
+    record = results.best_record(instance)
+    inst = results.instance(instance)
+    if record is None or inst is None:
+        return []
+    from memplace.model import load_profile
+    plt = _pyplot()
+    placement = np.array([inst.level_index(name) for name in record["placement"]], np.int64)
+    load = load_profile(inst, placement)
+    steps = np.arange(inst.n_ops)
+    traffic = _traffic_by_level(inst, placement)
+    colors = [plt.cm.viridis(l / max(1, inst.n_levels - 1)) for l in range(inst.n_levels)]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
+    for l, level in enumerate(inst.levels):
+        if level.capacity is None:
+            continue
+        top.step(steps, load[l] / 2**20, where="mid", color=colors[l], label=f"{level.name} load")
+        top.axhline(level.capacity / 2**20, color=colors[l], ls="--", lw=1,
+                    label=f"{level.name} capacity")
+    top.set_ylabel("MiB live")
+    top.legend(fontsize=7, loc="upper right")
+    top.grid(alpha=0.3)
+    top.set_title(f"{instance}: best placement ({record['solver']}, seed {record['seed']}, "
+                  f"{record['latency'] * 1e6:.3f} µs)")
+    bottom.stackplot(steps, traffic / 2**20, labels=inst.level_names, colors=colors, step="mid")
+    bottom.set_ylabel("MiB moved by the op")
+    bottom.set_xlabel("op (schedule order)")
+    bottom.legend(fontsize=7, loc="upper right", title="tensors in", title_fontsize=7)
+    bottom.grid(alpha=0.3)
+    fig.tight_layout()
+    paths = _save(fig, folder, f"placement_{safe_stem(instance)}")
+    plt.close(fig)
+    return paths
+
+
+def _traffic_by_level(inst: Any, placement: np.ndarray) -> np.ndarray:
+    """bytes[l, k]: traffic op k moves to or from tensors placed in level l."""
+    out = np.zeros((inst.n_levels, inst.n_ops))
+    ops = np.repeat(np.arange(inst.n_ops), np.diff(inst.op_ptr))
+    np.add.at(out, (placement[inst.op_tensor], ops), inst.op_bytes)
+    return out
+
+
+def write_plots(results: Results, folder: Path) -> list[Path]:
+    if not any(is_ok(r) for r in results.records):
+        return []
+    paths = convergence(results, folder, 0) + convergence(results, folder, 1)
+    paths += performance_profile(results, folder)
+    for instance in results.instances:
+        paths += placement_plot(results, folder, instance)
+    return paths

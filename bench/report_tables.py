@@ -1,0 +1,145 @@
+"""Result tables as Markdown, LaTeX (booktabs) and CSV, from `Results`.
+
+Two tables: `instances` (one row per instance and solver) and `solvers` (one row
+per solver, over all instances). CSV cells hold full-precision raw values
+(seconds, ratios, fractions); Markdown and LaTeX hold rounded, human units.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from memplace.bench.results import GAP_SHIFT, TARGETS, TIME_SHIFT, Results
+
+Format = Callable[[Any], str]
+
+
+def _num(fmt: str, scale: float = 1.0, unit: str = "") -> Format:
+    def render(value: Any) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "–"
+        return f"{value * scale:{fmt}}{unit}"
+    return render
+
+
+def _text(value: Any) -> str:
+    return str(value)
+
+
+US = _num(".3f", 1e6)
+RATIO = _num(".3f", unit="x")
+PERCENT = _num(".3f", 100.0)
+SECONDS = _num(".3g")
+COUNT = _num(".3g")
+
+
+@dataclass
+class Column:
+    title: str  # for Markdown and LaTeX
+    key: str  # CSV header
+    render: Format
+
+
+@dataclass
+class Table:
+    name: str
+    caption: str
+    columns: list[Column]
+    rows: list[list[Any]]  # raw values
+
+    def markdown(self) -> str:
+        lines = [f"**{self.caption}**", "",
+                 "| " + " | ".join(c.title for c in self.columns) + " |",
+                 "|" + "|".join("---" if i == 0 else "---:" for i in range(len(self.columns))) + "|"]
+        for row in self.rows:
+            lines.append("| " + " | ".join(c.render(v) for c, v in zip(self.columns, row)) + " |")
+        return "\n".join(lines) + "\n"
+
+    def latex(self) -> str:
+        spec = "l" * 2 + "r" * (len(self.columns) - 2) if len(self.columns) > 2 else "l" * len(self.columns)
+        lines = [r"\begin{table}", r"\centering", rf"\caption{{{_tex(self.caption)}}}",
+                 rf"\label{{tab:{self.name}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+                 " & ".join(_tex(c.title) for c in self.columns) + r" \\", r"\midrule"]
+        for row in self.rows:
+            lines.append(" & ".join(_tex(c.render(v)) for c, v in zip(self.columns, row)) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+        return "\n".join(lines) + "\n"
+
+    def csv(self) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([c.key for c in self.columns])
+        for row in self.rows:
+            writer.writerow(["" if v is None or (isinstance(v, float) and math.isnan(v)) else
+                             repr(v) if isinstance(v, float) else v for v in row])
+        return buffer.getvalue()
+
+    def write(self, folder: Path) -> list[Path]:
+        paths = []
+        for suffix, text in (("md", self.markdown()), ("tex", self.latex()), ("csv", self.csv())):
+            path = folder / f"table_{self.name}.{suffix}"
+            path.write_text(text, encoding="utf-8")
+            paths.append(path)
+        return paths
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "–": "--", "µ": r"$\mu$"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in text)
+
+
+def _pct(eps: float) -> str:
+    return f"{eps * 100:g}%"
+
+
+def instance_table(results: Results) -> Table:
+    columns = [Column("instance", "instance", _text), Column("solver", "solver", _text),
+               Column("runs", "runs", _text), Column("failed", "failed", _text),
+               Column("best (µs)", "best_latency_s", US), Column("mean (µs)", "mean_latency_s", US),
+               Column("vs compiler", "speedup_vs_compiler", RATIO),
+               Column("vs slowest", "speedup_vs_slowest", RATIO),
+               Column("gap to bound (%)", "gap_to_bound", PERCENT)]
+    for eps in TARGETS:
+        columns.append(Column(f"s to {_pct(eps)}", f"seconds_to_{eps:g}", SECONDS))
+        columns.append(Column(f"evals to {_pct(eps)}", f"evaluations_to_{eps:g}", COUNT))
+    rows = []
+    for c in results.cells():
+        row = [c.instance, c.solver, c.runs, c.failed, c.best, c.mean, c.speedup_compiler,
+               c.speedup_slowest, c.gap_bound]
+        for eps in TARGETS:
+            row += [c.time_to[eps], c.evals_to[eps]]
+        rows.append(row)
+    caption = ("Per instance and solver: best and mean latency over seeds; speedup of the best "
+               "over the compiler default and over all tensors in the slowest level; gap of the "
+               "best to the best proven lower bound of any run; median seconds and evaluations "
+               f"to come within {', '.join(_pct(e) for e in TARGETS)} of the best known latency "
+               "(– : not reached by half the runs, or nothing to compare with).")
+    return Table("instances", caption, columns, rows)
+
+
+def solver_table(results: Results) -> Table:
+    columns = [Column("solver", "solver", _text), Column("instances", "instances", _text),
+               Column("runs", "runs", _text), Column("failed", "failed", _text),
+               Column("wins", "wins", _text),
+               Column("sgm gap to best (%)", "sgm_gap_to_best", PERCENT),
+               Column(f"sgm s to {_pct(TARGETS[0])}", f"sgm_seconds_to_{TARGETS[0]:g}", SECONDS)]
+    rows = [[s.solver, s.instances, s.runs, s.failed, s.wins, s.sgm_gap, s.sgm_time]
+            for s in results.summaries()]
+    caption = (f"Per solver over all instances: shifted geometric mean of the gap of each run to "
+               f"the best known latency (shift {GAP_SHIFT:g} = {GAP_SHIFT * 100:g}%; runs without "
+               f"a result left out and counted as failed) and of the seconds to come within "
+               f"{_pct(TARGETS[0])} of it (shift {TIME_SHIFT:g} s; a run that never does counts "
+               "as its time limit); wins: instances where the solver's best equals the best known.")
+    return Table("solvers", caption, columns, rows)
+
+
+def write_tables(results: Results, folder: Path) -> list[Path]:
+    return instance_table(results).write(folder) + solver_table(results).write(folder)

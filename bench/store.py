@@ -1,0 +1,142 @@
+"""The runs file: one JSON record per line in `runs.jsonl`, appended as runs finish.
+
+Record schema (every key is always present; `null` where a value does not apply):
+
+    instance         str    the instance's name (`resnet50@nnpi`)
+    instance_source  str    what loads it again: a built-in name, or the file's absolute path
+    instance_sha256  str    sha256 of the canonical instance file (memplace.instances.dumps,
+                            UTF-8); for a built-in instance, the committed file's bytes
+    solver           str    registered solver name
+    params           dict   every solver parameter, defaults filled in
+    seed             int
+    time_limit       float  seconds the solver was given
+    status           str    "optimal" | "feasible" (a valid placement was found and checked)
+                            or "error" | "timeout" | "killed" | "oom" (no result)
+    latency          float  seconds (spec section 4) of the placement; null on failure
+    lower_bound      float  a proven lower bound, or null
+    wall_s           float  seconds the solve took (for a failure: until it was seen)
+    evaluations      int    placements evaluated; null on failure
+    trace            list   the anytime trace [[seconds, evaluations, best latency], ...]
+    placement        list   level name of every tensor (as in solution files); null on failure
+    offsets          list   offset per tensor (null off addressed levels); null when the
+                            instance has no addressed level or on failure
+    notes            dict   the solver's extra facts (e.g. hard_stop, no_incumbent)
+    error            str    what went wrong (status error/timeout/killed/oom), else null
+    version          str    memplace version that made the record
+    machine          dict   {hostname, cpu, cores, python} of the machine that ran it
+
+A run's identity (its key) is (instance, instance_sha256, solver, params, seed,
+time_limit). The file may hold several records of one key (a failed run retried
+with --retry-failed); readers keep the last one.
+
+Only the parent process writes, one `os.write` of a whole line per record on a
+descriptor opened with O_APPEND, then fsync, so a killed batch leaves whole lines.
+A line that is not a complete record is reported with its line number, never skipped.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from memplace.bench.plan import run_key
+from memplace.model.errors import MemplaceError
+
+RUNS_FILE = "runs.jsonl"
+OK_STATUSES = ("optimal", "feasible")
+FAIL_STATUSES = ("error", "timeout", "killed", "oom")
+FIELDS = ("instance", "instance_source", "instance_sha256", "solver", "params", "seed",
+          "time_limit", "status", "latency", "lower_bound", "wall_s", "evaluations", "trace",
+          "placement", "offsets", "notes", "error", "version", "machine")
+
+
+class RunsFileError(MemplaceError):
+    """A runs file with a line that is not a complete record."""
+
+
+def record_key(record: dict[str, Any]) -> tuple:
+    return run_key(record["instance"], record["instance_sha256"], record["solver"],
+                   record["params"], record["seed"], record["time_limit"])
+
+
+def is_ok(record: dict[str, Any]) -> bool:
+    return record["status"] in OK_STATUSES
+
+
+def read_runs(path: str | Path) -> list[dict[str, Any]]:
+    """Every record of a runs file, in file order; a torn or corrupted line raises
+    RunsFileError naming the line (and how to get past it)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RunsFileError(f"no runs file {path}") from None
+    records = []
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        last = number == len(lines)
+        if last and raw == b"":
+            break
+        problem = None
+        if last:
+            problem = "the line is not terminated (a write cut short)"
+        else:
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                problem = f"not valid JSON ({exc})"
+            else:
+                problem = _record_problem(record)
+        if problem:
+            raise RunsFileError(
+                f"{path}:{number}: corrupted run record: {problem}. Delete that line "
+                f"(e.g. sed -i '{number}d' {path}) and run `memplace bench ... --resume` "
+                "to redo the run it held")
+        records.append(record)
+    return records
+
+
+def _record_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    missing = [key for key in FIELDS if key not in record]
+    if missing:
+        return f"missing field {missing[0]!r}"
+    if record["status"] not in OK_STATUSES + FAIL_STATUSES:
+        return f"unknown status {record['status']!r}"
+    return None
+
+
+def latest_by_key(records: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    """The last record of every run key, in order of first appearance."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for record in records:
+        out[record_key(record)] = record
+    return out
+
+
+class RunStore:
+    """Appends records to `runs.jsonl` in one folder (the single writer)."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self.path = self.folder / RUNS_FILE
+
+    def exists(self) -> bool:
+        return self.path.is_file() and self.path.stat().st_size > 0
+
+    def records(self) -> list[dict[str, Any]]:
+        return read_runs(self.path) if self.exists() else []
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, line)
+            if written != len(line):  # a full disk; leave a torn line for read_runs to report
+                raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes")
+            os.fsync(fd)
+        finally:
+            os.close(fd)

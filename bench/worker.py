@@ -1,0 +1,160 @@
+"""One run in a process of its own: `python -m memplace.bench.worker`.
+
+The harness starts a fresh interpreter per run (see `runner.run_isolated`), writes
+the task as JSON on its stdin and reads one record (`store` schema) back from its
+stdout. Anything a solver prints goes to stderr instead, so it cannot corrupt the
+record. Before the solve the worker arms its own hard limits:
+
+- (first, kernels of the model and of built-in solvers are loaded from the Numba
+  disk cache, outside the run's clock);
+- a real-time interval timer of time_limit + kill_margin seconds whose SIGALRM is
+  left at the default action, so the kernel ends the process even if a solver
+  holds the GIL in a C loop (the parent records that as "timeout");
+- optionally RLIMIT_AS (address space, interpreter and Numba included) of
+  memory_limit_mb; an allocation beyond it is recorded as "oom".
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def machine() -> dict[str, Any]:
+    """Where a run ran: hostname, CPU model, cores, Python version."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"hostname": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(),
+            "python": platform.python_version()}
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
+    try:
+        return package_version("memplace")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def failure_record(task: dict[str, Any], status: str, error: str, wall_s: float,
+                   where: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A record for a run that produced no result."""
+    return base_record(task) | {
+        "status": status, "latency": None, "lower_bound": None, "wall_s": wall_s,
+        "evaluations": None, "trace": [], "placement": None, "offsets": None, "notes": {},
+        "error": error, "version": version(), "machine": where or machine()}
+
+
+def base_record(task: dict[str, Any]) -> dict[str, Any]:
+    return {"instance": task["instance"], "instance_source": task["source"],
+            "instance_sha256": task["sha256"], "solver": task["solver"],
+            "params": task["params"], "seed": task["seed"], "time_limit": task["time_limit"]}
+
+
+def result_record(task: dict[str, Any], inst, result) -> dict[str, Any]:
+    names = inst.level_names
+    placement = result.placement.tolist()
+    offsets = None
+    if inst.has_addressed_levels and result.offsets is not None:
+        offsets = [int(o) if inst.addressed[l] else None
+                   for o, l in zip(result.offsets.tolist(), placement)]
+    return base_record(task) | {
+        "status": result.status, "latency": result.latency,
+        "lower_bound": _finite(result.lower_bound), "wall_s": result.wall_s,
+        "evaluations": int(result.evaluations),
+        "trace": [[float(s), int(e), float(lat)] for s, e, lat in result.trace],
+        "placement": [names[l] for l in placement], "offsets": offsets,
+        "notes": _jsonable(result.notes), "error": None, "version": version(),
+        "machine": machine()}
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _jsonable(notes: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return json.loads(json.dumps(notes, default=str, allow_nan=False))
+    except ValueError:
+        return {key: str(value) for key, value in notes.items()}
+
+
+def run(task: dict[str, Any]) -> dict[str, Any]:
+    """Load the instance, arm the limits, solve; a record whatever happens."""
+    began = time.perf_counter()
+    try:
+        from memplace.bench.plan import import_solver_modules, instance_sha256, load_instance
+        from memplace.solvers import solve
+        import_solver_modules(task["solver_modules"])
+        inst = load_instance(task["source"])
+        sha = instance_sha256(inst)
+        if sha != task["sha256"]:
+            return failure_record(task, "error", f"instance {task['source']} changed since the "
+                                  f"plan was read (sha256 {sha[:12]}, expected {task['sha256'][:12]})",
+                                  time.perf_counter() - began)
+        _load_kernels(task["solver"])
+        _arm_limits(task)
+        result = solve(inst, task["solver"], time_limit=task["time_limit"], seed=task["seed"],
+                       **task["params"])
+        return result_record(task, inst, result)
+    except MemoryError:
+        return failure_record(task, "oom", f"out of memory (limit {task['memory_limit_mb']} MB)"
+                              if task["memory_limit_mb"] else "out of memory",
+                              time.perf_counter() - began)
+    except Exception as exc:  # recorded: the batch carries on
+        last = traceback.extract_tb(exc.__traceback__)[-1:]
+        where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
+        return failure_record(task, "error", f"{type(exc).__name__}: {exc}{where}",
+                              time.perf_counter() - began)
+
+
+def _load_kernels(solver: str) -> None:
+    """Load the compiled kernels of the model and of a built-in solver from the disk
+    cache now, so the run's clock and trace measure the search, not the loading."""
+    from memplace.bench.plan import builtin_solvers
+    from memplace.model import warmup
+    from memplace.solvers.warm import warm_solvers
+    warmup()
+    if solver in builtin_solvers():
+        warm_solvers([solver])
+
+
+def _arm_limits(task: dict[str, Any]) -> None:
+    if task["memory_limit_mb"]:
+        import resource
+        limit = int(task["memory_limit_mb"]) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, task["time_limit"] + task["kill_margin"])
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # solver chatter goes to stderr; stdout carries the record only
+    sys.stdout = sys.stderr
+    task = json.loads(sys.stdin.read())
+    record = run(task)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    out.write(json.dumps(record, allow_nan=False) + "\n")
+    out.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip waiting for a solver thread that ignored its limit
+
+
+if __name__ == "__main__":
+    main()
