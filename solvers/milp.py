@@ -1,0 +1,217 @@
+"""`milp`: the exact placement model (spec sections 3 and 4) solved by HiGHS.
+
+The model is in `milp_highs.py`'s docstring: a binary per (tensor, level), a time
+per op above its compute time and its memory time, capacity rows only on the
+maximal sets of simultaneously live tensors. Two back ends build the same model:
+
+- `highspy`: the sparse matrix assembled with NumPy and passed to HiGHS directly;
+  improving incumbents are offered as HiGHS finds them (anytime trace) and the
+  search polls `ctx.should_stop()`. `auto` runs this one.
+- `pyomo`: the model written in Pyomo and solved by `appsi_highs`; the readable
+  statement of the model, kept as a cross-check of the matrix (tests compare
+  both). It gets no callbacks (HiGHS's own time limit and the wrapper's hard
+  limit bound it), captures the process's stdout while HiGHS runs, and highspy's
+  keyboard-interrupt handling it switches on allows one Pyomo solve per process
+  at a time.
+
+Both start from the best heuristic placement, report HiGHS's proven bound as
+`ctx.lower_bound`, and set `ctx.proven_optimal` only when the relative gap
+between the offered placement and that bound is within `gap` (plus 1e-12 for
+rounding). On addressed levels the capacity rows are a relaxation of the offset
+constraints (spec section 5): the bound stays valid, the solution is packed with
+`ctx.packer` (tensors that cannot be packed move down, canonically), and the
+gap is measured on the packed placement's latency.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from memplace.model import Instance, capacity_ok, latency, rectify
+from memplace.solvers.base import ParameterError, SearchContext, check_range, register
+
+BACKENDS = ("auto", "pyomo", "highspy")
+HIGHS_MARGIN_S = 0.1  # of the time limit left for extracting and packing the result
+
+
+def warm_start(inst: Instance) -> np.ndarray:
+    """The best (lowest-latency) heuristic placement; all heuristics are valid."""
+    from memplace.solvers.heuristics import heuristic_placements
+    candidates = list(heuristic_placements(inst).values())
+    return min(candidates, key=lambda p: latency(inst, p))
+
+
+def offer_valid(ctx: SearchContext, place: np.ndarray, packer=None) -> np.ndarray:
+    """Offer a placement made valid (capacity by canonical rectify, a no-op on a valid
+    placement; offsets by `packer`); returns what was offered."""
+    inst = ctx.instance
+    if not inst.has_addressed_levels:
+        if not capacity_ok(inst, place):
+            place = rectify(inst, place).placement
+        ctx.offer(place)
+        return place
+    fixed = rectify(inst, place, packer=packer)
+    ctx.offer(fixed.placement, offsets=fixed.offsets)
+    return fixed.placement
+
+
+@register("milp", "exact MILP (HiGHS): binary per tensor and level, capacity rows on the "
+          "maximal live sets; proven bound and gap",
+          params={"gap": 1e-6, "threads": 1, "backend": "auto", "log": False})
+def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, log: bool) -> None:
+    check_range("milp", "gap", gap, 0.0, 1.0)
+    check_range("milp", "threads", threads, 1, 256)
+    if backend not in BACKENDS:
+        raise ParameterError(f"solver 'milp': parameter 'backend'={backend!r} is not one of "
+                             f"{', '.join(BACKENDS)}")
+    from memplace.solvers.milp_highs import formulate
+    inst = ctx.instance
+    warm = warm_start(inst)
+    ctx.count(1)
+    offer_valid(ctx, warm, ctx.packer)
+    form = formulate(inst)
+    ctx.notes.update({f"model_{k}": v for k, v in form.stats.items()})
+    chosen = "highspy" if backend == "auto" else backend
+    ctx.notes["backend"] = chosen
+    time_limit = None if not math.isfinite(ctx.remaining()) else ctx.remaining() - HIGHS_MARGIN_S
+    if time_limit is not None and time_limit <= 0:
+        return
+    if chosen == "highspy":
+        values, bound, status = _solve_highspy(ctx, form, warm, gap, threads, time_limit, log)
+    else:
+        values, bound, status = _solve_pyomo(ctx, form, warm, gap, threads, time_limit, log)
+    ctx.notes["highs_status"] = status
+    if values is not None:
+        place = form.placement(values)
+        ctx.count(1)
+        final = offer_valid(ctx, place, ctx.packer)
+        if final.tolist() != place.tolist():
+            ctx.notes["moved_by_rectify"] = int((final != place).sum())
+    _report_bound(ctx, bound, gap)
+
+
+def _report_bound(ctx: SearchContext, bound: float, gap: float) -> None:
+    """Set the proven lower bound and, within `gap`, optimality."""
+    inst = ctx.instance
+    if not math.isfinite(bound):
+        return
+    bound = max(bound, inst.compute_floor())
+    best = ctx.best_latency
+    # HiGHS works within tolerances of 1e-9..1e-7: a bound a hair above the incumbent
+    # proves the incumbent optimal; it is reported as the incumbent's latency.
+    bound = min(bound, best)
+    ctx.lower_bound = bound
+    achieved = (best - bound) / best if best > 0 else 0.0
+    ctx.notes["gap"] = achieved
+    if achieved <= gap + 1e-12:
+        ctx.proven_optimal = True
+
+
+def _solve_highspy(ctx, form, warm, gap, threads, time_limit, log):
+    from memplace.solvers.milp_highs import run_highs
+
+    def on_solution(values: np.ndarray) -> None:
+        if ctx.frozen:
+            return
+        ctx.count(1)
+        # Intermediate incumbents are packed with the model's first-fit (cheap); the
+        # final one with ctx.packer.
+        offer_valid(ctx, form.placement(values), None)
+
+    out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed, time_limit=time_limit,
+                    warm=form.columns(warm), should_stop=ctx.should_stop,
+                    on_solution=on_solution, log=log)
+    ctx.notes["nodes"] = out.nodes
+    ctx.notes["highs_s"] = round(out.seconds, 3)
+    return out.values, out.bound, out.status
+
+
+def pyomo_model(form):
+    """The formulation written in Pyomo, in the problem's terms (x[t, l], time[k])."""
+    import pyomo.environ as pyo
+    inst = form.instance
+    L = inst.n_levels
+    last = L - 1
+    scale = form.scale
+    at = inst.access_time
+    m = pyo.ConcreteModel(name=inst.name)
+    pairs = list(zip(form.var_tensor.tolist(), form.var_level.tolist()))
+    m.x = pyo.Var(pairs, domain=pyo.Binary)
+    mixed = form.mixed_ops.tolist()
+    m.time = pyo.Var(mixed, domain=pyo.Reals,
+                     bounds=lambda _, k: (float(inst.compute[k] * scale), None))
+    levels_of: dict[int, list[int]] = {}
+    for t, l in pairs:
+        levels_of.setdefault(t, []).append(l)
+
+    def saving(k: int):
+        """memory_k - base_k (scaled): what faster levels save on op k's accesses."""
+        terms = []
+        for a in range(inst.op_ptr[k], inst.op_ptr[k + 1]):
+            t = int(inst.op_tensor[a])
+            for l in levels_of.get(t, ()):
+                c = float((at[a, l] - at[a, last]) * scale)
+                if c != 0.0:
+                    terms.append(c * m.x[t, l])
+        return pyo.quicksum(terms) if terms else 0.0
+
+    m.assign = pyo.Constraint([t for t, ls in levels_of.items() if len(ls) > 1],
+                              rule=lambda _, t: pyo.quicksum(m.x[t, l] for l in levels_of[t]) <= 1)
+    m.memory = pyo.Constraint(mixed, rule=lambda _, k: m.time[k] >= float(form.base[k] * scale)
+                              + saving(k))
+    # Weights are live at every step: their share of each level enters every row once.
+    loads = form.load_levels.tolist()
+    m.weight_load = pyo.Var(loads, bounds=(0.0, 1.0))
+    m.weights = pyo.Constraint(loads, rule=lambda _, l: m.weight_load[l] >= pyo.quicksum(
+        float(inst.size[w] / inst.capacity[l]) * m.x[w, l] for w in form.weights.tolist()
+        if l in levels_of[w]))
+    rows = []
+    for l in range(last):
+        weight_bytes = sum(int(inst.size[w]) for w in form.weights.tolist() if l in levels_of[w])
+        for members in form.cliques:
+            inside = [int(t) for t in members if l in levels_of.get(int(t), ())]
+            if inside and int(inst.size[inside].sum()) + weight_bytes > int(inst.capacity[l]):
+                rows.append((l, inside))
+
+    def capacity_row(_, r):
+        l, inside = rows[r]
+        used = pyo.quicksum(float(inst.size[t] / inst.capacity[l]) * m.x[t, l] for t in inside)
+        return used + (m.weight_load[l] if l in loads else 0.0) <= 1
+    m.capacity = pyo.Constraint(range(len(rows)), rule=capacity_row)
+    objective = pyo.quicksum(m.time[k] for k in mixed)
+    objective += pyo.quicksum(saving(int(k)) for k in form.memory_ops)
+    m.latency = pyo.Objective(expr=objective + form.offset * scale, sense=pyo.minimize)
+    return m
+
+
+def _solve_pyomo(ctx, form, warm, gap, threads, time_limit, log):
+    from pyomo.contrib.appsi.solvers import Highs
+    m = pyomo_model(form)
+    start = form.columns(warm)
+    for j, (t, l) in enumerate(zip(form.var_tensor.tolist(), form.var_level.tolist())):
+        m.x[t, l].set_value(float(round(start[j])))
+    for j, k in enumerate(form.mixed_ops.tolist()):
+        m.time[k].set_value(float(start[form.n_binaries + j]))
+    for j, l in enumerate(form.load_levels.tolist()):
+        m.weight_load[l].set_value(float(start[form.n_binaries + form.mixed_ops.size + j]))
+    opt = Highs()
+    opt.config.load_solution = False
+    opt.config.warmstart = True
+    opt.config.stream_solver = bool(log)
+    opt.config.mip_gap = float(gap)
+    if time_limit is not None:
+        opt.config.time_limit = max(0.01, float(time_limit))
+    opt.highs_options = {"threads": int(threads), "mip_abs_gap": 0.0,
+                         "random_seed": int(ctx.seed) % (2**31 - 1)}
+    res = opt.solve(m)
+    status = str(res.termination_condition.name)
+    values = None
+    if res.best_feasible_objective is not None:
+        res.solution_loader.load_vars()
+        values = np.zeros(form.n_cols)
+        for j, (t, l) in enumerate(zip(form.var_tensor.tolist(), form.var_level.tolist())):
+            values[j] = m.x[t, l].value or 0.0
+    bound = res.best_objective_bound
+    bound = -math.inf if bound is None or not math.isfinite(bound) else bound / form.scale
+    return values, bound, status

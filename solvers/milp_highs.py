@@ -1,0 +1,418 @@
+"""The placement MILP as sparse arrays, and its solve with HiGHS through highspy.
+
+The model (spec sections 3 and 4, exact without addressed levels):
+
+    y[t, l] in {0, 1}    tensor t in level l, for l < L-1 (the slowest level is the
+                         rest: sum_l y[t, l] <= 1); no column where t cannot fit l
+    memory_k = base_k + sum over accesses (t, b) of op k, l < L-1:
+                   y[t, l] * (b / bw[l] - b / bw[L-1])      (base_k: all in L-1)
+    time_k  >= compute_k,  time_k >= memory_k
+    minimise  sum_k time_k
+    capacity: for every maximal set C of simultaneously live activations (a maximal
+              clique of the interval graph) and every capacitated level l < L-1:
+              sum_{t in C} size_t y[t, l] + W_l <= cap_l, where W_l >= the bytes of
+              weights in l (weights are live everywhere: one column, one row)
+
+The last level holds everything at every step (spec section 2), so it needs no row.
+Reductions that keep every optimum's latency:
+  * an op that is compute-bound whatever the placement costs compute_k, a constant;
+    one that is memory-bound whatever the placement costs memory_k, linear: only
+    the ops in between get a time column;
+  * a tensor whose accesses are all in always-compute-bound ops (or move no bytes)
+    is fixed to the slowest level: it saves nothing and frees capacity there;
+  * capacity rows whose tensors fit whatever happens, and rows whose tensor set is
+    contained in another row's, are left out.
+Times are scaled so the slowest placement's mean op time is 1 (HiGHS's absolute
+tolerances then mean the same on every instance).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memplace.model import Instance, latency
+
+
+@dataclass
+class Formulation:
+    """The reduced MILP of one instance, in HiGHS's column-wise form.
+
+    Columns: the binaries y (one per allowed (tensor, level < L-1) pair), one time
+    column per op in `mixed_ops`, one weight-load column per level in `load_levels`.
+    Rows: one assignment row per tensor with two or more columns, one time row per
+    mixed op, one weight-load row per load level, then the capacity rows.
+    """
+
+    instance: Instance
+    scale: float  # model time units per second
+    offset: float  # seconds: constant part of the objective
+    var_tensor: np.ndarray  # tensor of each binary column
+    var_level: np.ndarray  # level of each binary column
+    var_index: np.ndarray  # (T, L-1) column of y[t, l], -1 when there is none
+    fixed: np.ndarray  # tensors fixed to the slowest level (no benefit anywhere else)
+    compute_ops: np.ndarray  # ops compute-bound whatever the placement
+    memory_ops: np.ndarray  # ops memory-bound whatever the placement
+    mixed_ops: np.ndarray  # ops with a time column
+    base: np.ndarray  # seconds: memory time of each op with everything in the slowest level
+    cliques: list[np.ndarray]  # live activation sets of the capacity rows (before per-level filtering)
+    weights: np.ndarray  # weights with columns (in every capacity row, through the load columns)
+    load_levels: np.ndarray  # levels with a weight-load column, in column order after the times
+    cost: np.ndarray  # scaled objective per column
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    integrality: np.ndarray  # 1 for binaries, 0 for time columns
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    a_start: np.ndarray  # column-wise sparse matrix
+    a_index: np.ndarray
+    a_value: np.ndarray
+    n_capacity_rows: int = 0
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def n_binaries(self) -> int:
+        return int(self.var_tensor.size)
+
+    @property
+    def n_cols(self) -> int:
+        return int(self.cost.size)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.row_lower.size)
+
+    # ------------------------------------------------------------ placements
+    def placement(self, values: np.ndarray) -> np.ndarray:
+        """The placement encoded by column values (binaries rounded at 0.5)."""
+        inst = self.instance
+        place = inst.slowest_placement()
+        chosen = np.flatnonzero(np.asarray(values[:self.n_binaries]) > 0.5)
+        # at most one per tensor in a feasible point; keep the largest value if not
+        order = chosen[np.argsort(np.asarray(values)[chosen], kind="stable")]
+        place[self.var_tensor[order]] = self.var_level[order]
+        return place
+
+    def columns(self, placement: np.ndarray) -> np.ndarray:
+        """Column values of a placement. A tensor in a level where it has no column (a
+        fixed tensor) counts as in the slowest level, which only frees capacity and
+        costs nothing; time columns are max(compute, memory) of the result."""
+        inst = self.instance
+        place = np.asarray(placement, np.int64)
+        values = np.zeros(self.n_cols)
+        if self.var_index.shape[1]:
+            fast = np.flatnonzero(place < inst.n_levels - 1)
+            cols = self.var_index[fast, place[fast]]
+            values[cols[cols >= 0]] = 1.0
+        effective = self.placement(values)
+        times = op_times(inst, effective)
+        n_time = self.n_binaries + self.mixed_ops.size
+        values[self.n_binaries:n_time] = times[self.mixed_ops] * self.scale
+        for j, l in enumerate(self.load_levels.tolist()):
+            in_l = self.weights[effective[self.weights] == l]
+            values[n_time + j] = inst.size[in_l].sum() / inst.capacity[l]
+        return values
+
+    def objective_seconds(self, model_objective: float) -> float:
+        return model_objective / self.scale
+
+
+def op_times(inst: Instance, placement: np.ndarray) -> np.ndarray:
+    """time_k of every op under a placement (seconds)."""
+    memory = np.zeros(inst.n_ops)
+    np.add.at(memory, inst.access_op, inst.access_time[np.arange(inst.op_tensor.size),
+                                                        placement[inst.op_tensor]])
+    return np.maximum(inst.compute, memory)
+
+
+def clique_steps(start: np.ndarray, end: np.ndarray, n_ops: int) -> np.ndarray:
+    """Steps whose live sets are the maximal cliques of the intervals [start, end]:
+    the step where a tensor ends, if some tensor started since the last such step."""
+    starts = np.zeros(n_ops, bool)
+    ends = np.zeros(n_ops, bool)
+    starts[start] = True
+    ends[end] = True
+    steps = []
+    opened = False
+    for k in range(n_ops):
+        opened |= bool(starts[k])
+        if ends[k] and opened:
+            steps.append(k)
+            opened = False
+    return np.array(steps, np.int64)
+
+
+def _drop_contained(sets: list[np.ndarray], n: int) -> list[np.ndarray]:
+    """Remove sets contained in another (keeping one of equal sets)."""
+    if len(sets) <= 1:
+        return sets
+    member = np.zeros((len(sets), n), np.float64)
+    for i, s in enumerate(sets):
+        member[i, s] = 1.0
+    count = member.sum(axis=1)
+    overlap = member @ member.T
+    keep = []
+    for i in range(len(sets)):
+        inside = (overlap[i] >= count[i]) & (np.arange(len(sets)) != i)
+        # i is dropped if it is inside a strictly larger set, or equal to an earlier kept one
+        bigger = inside & (count > count[i])
+        equal_earlier = inside & (count == count[i]) & (np.arange(len(sets)) < i)
+        if not bigger.any() and not equal_earlier.any():
+            keep.append(i)
+    return [sets[i] for i in keep]
+
+
+def formulate(inst: Instance) -> Formulation:
+    """Build the reduced MILP (see the module docstring)."""
+    T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
+    last = L - 1
+    at = inst.access_time  # (A, L) seconds
+    A = at.shape[0]
+    t_of = inst.op_tensor
+    k_of = inst.access_op
+
+    # Levels each tensor may use: those it fits in alone (size <= capacity).
+    fits = inst.size[:, None] <= inst.capacity[None, :]  # (T, L)
+    fits[:, last] = True
+    a_fits = fits[t_of]  # (A, L)
+    big = np.where(a_fits, at, -np.inf).max(axis=1)
+    small = np.where(a_fits, at, np.inf).min(axis=1)
+    mem_max = np.bincount(k_of, weights=big, minlength=n)
+    mem_min = np.bincount(k_of, weights=small, minlength=n)
+    always_compute = inst.compute >= mem_max
+    always_memory = (~always_compute) & (inst.compute <= mem_min)
+    # Tensors that matter: some access with bytes in an op that is not always compute-bound.
+    matters = np.zeros(T, bool)
+    useful = (~always_compute[k_of]) & (inst.op_bytes > 0)
+    matters[t_of[useful]] = True
+    fixed = np.flatnonzero(~matters)
+    var_index = np.full((T, max(L - 1, 0)), -1, np.int64)
+    allowed = fits[:, :last] & matters[:, None]
+    pairs = np.argwhere(allowed)  # row-major: by tensor, then level
+    var_tensor = pairs[:, 0].astype(np.int64)
+    var_level = pairs[:, 1].astype(np.int64)
+    nb = var_tensor.size
+    var_index[var_tensor, var_level] = np.arange(nb)
+
+    compute_ops = np.flatnonzero(always_compute)
+    memory_ops = np.flatnonzero(always_memory)
+    mixed_ops = np.flatnonzero(~always_compute & ~always_memory)
+    base = np.bincount(k_of, weights=at[:, last], minlength=n)
+
+    slow_latency = latency(inst, inst.slowest_placement())
+    scale = n / slow_latency if slow_latency > 0 else 1.0
+    offset = float(inst.compute[compute_ops].sum() + base[memory_ops].sum())
+    # the spec's order of summation is not needed here: this is the model's constant
+
+    # One weight-load column per capacitated level: the share of the level held by
+    # weights, which are in every capacity row (entering it once instead of in every
+    # row makes the matrix much sparser: BERT's rows shrink from 116k to 6k nonzeros).
+    free = np.flatnonzero(np.bincount(var_tensor, minlength=T) > 0)
+    free_weights = free[inst.is_weight[free] == 1]
+    load_levels = np.array([l for l in range(L - 1) if (var_index[free_weights, l] >= 0).any()],
+                           np.int64)
+    n_cols = nb + mixed_ops.size + load_levels.size
+    cost = np.zeros(n_cols)
+    col_lower = np.zeros(n_cols)
+    col_upper = np.ones(n_cols)
+    integrality = np.zeros(n_cols, np.int32)
+    integrality[:nb] = 1
+    n_time = nb + mixed_ops.size
+    col_lower[nb:n_time] = inst.compute[mixed_ops] * scale
+    col_upper[nb:n_time] = np.inf
+    cost[nb:n_time] = 1.0
+    load_col = np.full(L, -1, np.int64)
+    load_col[load_levels] = n_time + np.arange(load_levels.size)  # bounds [0, 1]: weights fit
+
+    rows_i: list[np.ndarray] = []
+    cols_i: list[np.ndarray] = []
+    vals_i: list[np.ndarray] = []
+    row_lower: list[np.ndarray] = []
+    row_upper: list[np.ndarray] = []
+    n_rows = 0
+
+    # Assignment rows: sum_l y[t, l] <= 1 for tensors with at least two columns
+    # (one column is already bounded by 1).
+    per_tensor = np.bincount(var_tensor, minlength=T)
+    multi = np.flatnonzero(per_tensor >= 2)
+    row_of_tensor = np.full(T, -1, np.int64)
+    row_of_tensor[multi] = np.arange(multi.size)
+    sel = row_of_tensor[var_tensor] >= 0
+    rows_i.append(row_of_tensor[var_tensor[sel]])
+    cols_i.append(np.flatnonzero(sel))
+    vals_i.append(np.ones(int(sel.sum())))
+    row_lower.append(np.full(multi.size, -np.inf))
+    row_upper.append(np.ones(multi.size))
+    n_rows += multi.size
+
+    # Savings per (access, level) column: (b/bw[l] - b/bw[last]) * scale.
+    acc = np.repeat(np.arange(A), L - 1) if L > 1 else np.zeros(0, np.int64)
+    lev = np.tile(np.arange(L - 1), A) if L > 1 else np.zeros(0, np.int64)
+    col = var_index[t_of[acc], lev] if L > 1 else np.zeros(0, np.int64)
+    coef = (at[acc, lev] - at[acc, last]) * scale if L > 1 else np.zeros(0)
+    keep = (col >= 0) & (coef != 0)
+    acc, col, coef = acc[keep], col[keep], coef[keep]
+    op = k_of[acc]
+
+    # Memory-bound ops: their savings go straight into the objective.
+    is_memory = always_memory[op]
+    np.add.at(cost, col[is_memory], coef[is_memory])
+
+    # Time rows of mixed ops: time_k - sum coef * y >= base_k * scale.
+    row_of_op = np.full(n, -1, np.int64)
+    row_of_op[mixed_ops] = n_rows + np.arange(mixed_ops.size)
+    is_mixed = row_of_op[op] >= 0
+    rows_i.append(row_of_op[op[is_mixed]])
+    cols_i.append(col[is_mixed])
+    vals_i.append(-coef[is_mixed])
+    rows_i.append(row_of_op[mixed_ops])
+    cols_i.append(nb + np.arange(mixed_ops.size))
+    vals_i.append(np.ones(mixed_ops.size))
+    row_lower.append(base[mixed_ops] * scale)
+    row_upper.append(np.full(mixed_ops.size, np.inf))
+    n_rows += mixed_ops.size
+
+    # Weight-load rows: load_l >= sum over weights of size / cap_l * y[w, l].
+    for l in load_levels:
+        cols_l = var_index[free_weights, l]
+        ok = cols_l >= 0
+        rows_i.append(np.full(int(ok.sum()) + 1, n_rows, np.int64))
+        cols_i.append(np.concatenate([[load_col[l]], cols_l[ok]]))
+        vals_i.append(np.concatenate([[1.0], -inst.size[free_weights[ok]] / inst.capacity[l]]))
+        row_lower.append(np.array([0.0]))
+        row_upper.append(np.array([np.inf]))
+        n_rows += 1
+
+    # Capacity rows over the maximal cliques of the activations that have columns.
+    free_acts = free[inst.is_weight[free] == 0]
+    steps = clique_steps(inst.start[free_acts], inst.end[free_acts], n)
+    cliques = [free_acts[(inst.start[free_acts] <= k) & (inst.end[free_acts] >= k)] for k in steps]
+    cliques = _drop_contained(cliques, T)
+    n_cap = 0
+    for l in range(L - 1):
+        cap = int(inst.capacity[l])
+        weights_l = free_weights[var_index[free_weights, l] >= 0]
+        weight_bytes = int(inst.size[weights_l].sum())
+        for members in cliques:
+            cols_l = var_index[members, l]
+            ok = cols_l >= 0
+            if not ok.any() or int(inst.size[members[ok]].sum()) + weight_bytes <= cap:
+                continue
+            cols_r = cols_l[ok]
+            vals_r = inst.size[members[ok]] / cap  # scaled: capacity 1
+            if load_col[l] >= 0:
+                cols_r = np.concatenate([cols_r, [load_col[l]]])
+                vals_r = np.concatenate([vals_r, [1.0]])
+            rows_i.append(np.full(cols_r.size, n_rows, np.int64))
+            cols_i.append(cols_r)
+            vals_i.append(vals_r)
+            row_lower.append(np.array([-np.inf]))
+            row_upper.append(np.array([1.0]))
+            n_rows += 1
+            n_cap += 1
+
+    rows = np.concatenate(rows_i).astype(np.int64)
+    cols = np.concatenate(cols_i).astype(np.int64)
+    vals = np.concatenate(vals_i).astype(np.float64)
+    order = np.lexsort((rows, cols))
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    a_start = np.zeros(n_cols + 1, np.int64)
+    np.cumsum(np.bincount(cols, minlength=n_cols), out=a_start[1:])
+    stats = {"binaries": int(nb), "time_columns": int(mixed_ops.size), "rows": int(n_rows),
+             "capacity_rows": int(n_cap), "cliques": len(cliques), "fixed_tensors": int(fixed.size),
+             "nonzeros": int(vals.size)}
+    return Formulation(inst, scale, offset, var_tensor, var_level, var_index, fixed,
+                       compute_ops, memory_ops, mixed_ops, base, cliques, free_weights,
+                       load_levels, cost, col_lower,
+                       col_upper, integrality, np.concatenate(row_lower), np.concatenate(row_upper),
+                       a_start, rows, vals, n_cap, stats)
+
+
+def highs_model(form: Formulation, relax: bool = False):
+    """A highspy HighsLp of the formulation (integrality dropped when `relax`)."""
+    import highspy
+    lp = highspy.HighsLp()
+    lp.num_col_ = form.n_cols
+    lp.num_row_ = form.n_rows
+    lp.col_cost_ = form.cost
+    lp.col_lower_ = form.col_lower
+    lp.col_upper_ = form.col_upper
+    lp.row_lower_ = form.row_lower
+    lp.row_upper_ = form.row_upper
+    lp.offset_ = form.offset * form.scale
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = form.a_start.astype(np.int32)
+    lp.a_matrix_.index_ = form.a_index.astype(np.int32)
+    lp.a_matrix_.value_ = form.a_value
+    lp.a_matrix_.num_col_ = form.n_cols
+    lp.a_matrix_.num_row_ = form.n_rows
+    if not relax:
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in form.integrality]
+    return lp
+
+
+def new_highs(threads: int, seed: int, time_limit: float | None, log: bool = False):
+    import highspy
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", bool(log))
+    h.setOptionValue("threads", int(threads))
+    h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
+    if time_limit is not None and math.isfinite(time_limit):
+        h.setOptionValue("time_limit", max(0.01, float(time_limit)))
+    return h
+
+
+@dataclass
+class HighsOutcome:
+    values: np.ndarray | None  # best column values found (None: none)
+    bound: float  # seconds: HiGHS's proven lower bound (-inf if none)
+    status: str  # HiGHS model status
+    nodes: int
+    seconds: float
+
+
+def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
+              time_limit: float | None, warm: np.ndarray | None = None,
+              should_stop=None, on_solution=None, log: bool = False) -> HighsOutcome:
+    """Solve the MILP with highspy. `warm`: column values of a feasible start.
+    `should_stop()` is polled by HiGHS; `on_solution(values)` sees each improving
+    incumbent (column values of the original model)."""
+    import time
+
+    import highspy
+    h = new_highs(threads, seed, time_limit, log)
+    h.setOptionValue("mip_rel_gap", float(gap))
+    h.setOptionValue("mip_abs_gap", 0.0)
+    h.passModel(highs_model(form))
+    if warm is not None:
+        h.setSolution(_solution(warm))
+    if should_stop is not None:
+        def interrupt(event):
+            if should_stop():
+                event.interrupt()
+        h.cbMipInterrupt.subscribe(interrupt)
+    if on_solution is not None:
+        def improving(event):
+            on_solution(np.array(event.data_out.mip_solution, dtype=np.float64))
+        h.cbMipImprovingSolution.subscribe(improving)
+    began = time.perf_counter()
+    h.run()
+    seconds = time.perf_counter() - began
+    status = h.modelStatusToString(h.getModelStatus())
+    info = h.getInfo()
+    values = None
+    if info.primal_solution_status == 2:  # feasible
+        values = np.array(h.getSolution().col_value, dtype=np.float64)
+    bound = info.mip_dual_bound
+    bound = bound / form.scale if math.isfinite(bound) else -math.inf
+    return HighsOutcome(values, bound, status, int(info.mip_node_count), seconds)
+
+
+def _solution(values: np.ndarray):
+    import highspy
+    sol = highspy.HighsSolution()
+    sol.col_value = list(map(float, values))
+    sol.value_valid = True
+    return sol
