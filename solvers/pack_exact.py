@@ -52,14 +52,18 @@ def _now():
 
 
 @njit(cache=True, nogil=True)
-def _dead(sizes, alignments, sec_ptr, sec_members, nsec, placed, maxfloor, floor, remaining,
-          capacity, watermark):
-    """True when some section's unplaced buffers cannot stack above the watermark."""
-    for s in range(nsec):
+def _dead(alignments, sec_ptr, sec_members, slo, shi, placed, maxfloor, floor, remaining,
+          capacity, n, threshold):
+    """True when, in some section of [slo, shi), the unplaced buffers cannot stack above
+    their lowest possible start. `threshold` is the (offset, rank) key of the last placement:
+    the watermark is its offset, and a buffer whose own key is not above it must first be
+    lifted by some other buffer, so it starts at least one unit above the watermark."""
+    watermark = threshold // n
+    for s in range(slo, shi):
         rem = remaining[s]
         if rem > 0 and max(floor[s], watermark) + rem > capacity:
             return True
-    for s in range(nsec):
+    for s in range(slo, shi):
         rem = remaining[s]
         if rem == 0:
             continue
@@ -68,13 +72,28 @@ def _dead(sizes, alignments, sec_ptr, sec_members, nsec, placed, maxfloor, floor
             c = sec_members[k]
             if not placed[c]:
                 v = _round_up(maxfloor[c], alignments[c])
-                if v < watermark:
-                    v = watermark
+                if v * n + c <= threshold:
+                    v = watermark + 1
                 if v < lowest:
                     lowest = v
         if lowest + rem > capacity:
             return True
     return False
+
+
+@njit(cache=True, nogil=True)
+def _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross, floor_trail, ft,
+          maxfloor, mf_trail_idx, mf_trail_val, mt_from, mt_to):
+    placed[b] = False
+    offsets[b] = -1
+    for s in range(sec_lo[b], sec_hi[b]):
+        floor[s] = floor_trail[ft]
+        remaining[s] += sizes[b]
+        ft += 1
+    for s in range(sec_lo[b] + 1, sec_hi[b]):
+        cross[s] += 1
+    for k in range(mt_to - 1, mt_from - 1, -1):
+        maxfloor[mf_trail_idx[k]] = mf_trail_val[k]
 
 
 @njit(cache=True, nogil=True)
@@ -85,39 +104,127 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     Fills `offsets` and returns (status, nodes): PACKED, INFEASIBLE (search space
     exhausted), NODE_LIMIT or TIME_LIMIT (`deadline` in perf_counter seconds,
     negative for none).
+
+    Each depth works inside a *scope*, an interval of sections. When the unplaced
+    buffers of a scope fall apart into time-disjoint groups, the depth keeps the
+    tightest group and the others wait on a pending list; a group that turns out
+    unpackable fails the whole split at once, without revisiting its siblings.
     """
     n = sizes.size
     placed = np.zeros(n, np.bool_)
     maxfloor = np.zeros(n, np.int64)
     floor = np.zeros(nsec, np.int64)
     remaining = np.zeros(nsec, np.int64)
+    cross = np.zeros(nsec + 1, np.int64)   # unplaced buffers alive on both sides of cut s
     for i in range(n):
         for s in range(sec_lo[i], sec_hi[i]):
             remaining[s] += sizes[i]
+        for s in range(sec_lo[i] + 1, sec_hi[i]):
+            cross[s] += 1
     for s in range(nsec):
         if remaining[s] > capacity:
             return INFEASIBLE, 0
     total_width = 0
     for i in range(n):
         total_width += sec_hi[i] - sec_lo[i]
-    floor_trail = np.empty(total_width, np.int64)
+    floor_trail = np.empty(total_width + 1, np.int64)
     mf_trail_idx = np.empty(adj.size + 1, np.int64)
     mf_trail_val = np.empty(adj.size + 1, np.int64)
-    chosen = np.empty(n, np.int64)
-    tried = np.empty(n + 1, np.int64)      # last candidate key tried at each depth
-    floor_top = np.zeros(n + 1, np.int64)  # trail sizes at entry of each depth
-    mf_top = np.zeros(n + 1, np.int64)
+    chosen = np.empty(n + 1, np.int64)
+    tried = np.empty(n + 1, np.int64)      # last (offset, rank) key tried at each depth
+    floor_top = np.zeros(n + 2, np.int64)  # trail sizes at entry of each depth
+    mf_top = np.zeros(n + 2, np.int64)
+    scope_lo = np.empty(n + 1, np.int64)
+    scope_hi = np.empty(n + 1, np.int64)
+    fail_to = np.empty(n + 1, np.int64)    # depth to resume at when this depth runs dry
+    head = np.empty(n + 1, np.int64)       # pending groups (a linked list in the pool)
+    pool_top = np.empty(n + 1, np.int64)
+    npool = 2 * n + 4
+    p_lo = np.empty(npool, np.int64)
+    p_hi = np.empty(npool, np.int64)
+    p_thr = np.empty(npool, np.int64)
+    p_fail = np.empty(npool, np.int64)
+    p_next = np.empty(npool, np.int64)
+    comp_lo = np.empty(nsec + 1, np.int64)
+    comp_hi = np.empty(nsec + 1, np.int64)
+    comp_slack = np.empty(nsec + 1, np.int64)
     key_base = np.int64(n)
     nodes = 0
     depth = 0
+    scope_lo[0] = 0
+    scope_hi[0] = nsec
+    fail_to[0] = -1
+    head[0] = -1
+    pool_top[0] = 0
     tried[0] = -1
+    entering = True
     while True:
+        if entering:
+            entering = False
+            # split the scope into time-disjoint groups of unplaced buffers
+            watermark = tried[depth] // key_base if tried[depth] >= 0 else 0
+            ncomp = 0
+            s = scope_lo[depth]
+            shi = scope_hi[depth]
+            while s < shi:
+                if remaining[s] == 0:
+                    s += 1
+                    continue
+                start = s
+                slack = capacity
+                while True:
+                    v = capacity - max(floor[s], watermark) - remaining[s]
+                    if v < slack:
+                        slack = v
+                    s += 1
+                    if s >= shi or cross[s] == 0:
+                        break
+                comp_lo[ncomp] = start
+                comp_hi[ncomp] = s
+                comp_slack[ncomp] = slack
+                ncomp += 1
+            while ncomp == 0:
+                # scope complete: continue with a pending group, or finish
+                e = head[depth]
+                if e < 0:
+                    return PACKED, nodes
+                scope_lo[depth] = p_lo[e]
+                scope_hi[depth] = p_hi[e]
+                tried[depth] = p_thr[e]
+                fail_to[depth] = p_fail[e]
+                head[depth] = p_next[e]
+                ncomp = 1
+                comp_lo[0] = p_lo[e]
+                comp_hi[0] = p_hi[e]
+            if ncomp >= 2:
+                first = 0
+                for k in range(1, ncomp):
+                    if comp_slack[k] < comp_slack[first]:
+                        first = k
+                for k in range(ncomp):
+                    if k == first:
+                        continue
+                    e = pool_top[depth]
+                    pool_top[depth] += 1
+                    p_lo[e] = comp_lo[k]
+                    p_hi[e] = comp_hi[k]
+                    p_thr[e] = tried[depth]
+                    p_fail[e] = fail_to[depth]
+                    p_next[e] = head[depth]
+                    head[depth] = e
+                scope_lo[depth] = comp_lo[first]
+                scope_hi[depth] = comp_hi[first]
+            else:
+                scope_lo[depth] = comp_lo[0]
+                scope_hi[depth] = comp_hi[0]
         # next candidate at this depth: smallest (floor, rank) key above the last tried one
+        slo = scope_lo[depth]
+        shi = scope_hi[depth]
         best_key = np.int64(-1)
         best = -1
         lim = tried[depth]
         for c in range(n):
-            if placed[c]:
+            if placed[c] or sec_lo[c] < slo or sec_hi[c] > shi:
                 continue
             tp = twin_prev[c]
             if tp >= 0 and not placed[tp]:
@@ -130,20 +237,14 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 best_key = key
                 best = c
         if best < 0:
-            if depth == 0:
+            target = fail_to[depth]
+            if target < 0:
                 return INFEASIBLE, nodes
-            depth -= 1
-            # undo the buffer placed at this depth
-            b = chosen[depth]
-            placed[b] = False
-            offsets[b] = -1
-            ft = floor_top[depth]
-            for s in range(sec_lo[b], sec_hi[b]):
-                floor[s] = floor_trail[ft]
-                remaining[s] += sizes[b]
-                ft += 1
-            for k in range(mf_top[depth + 1] - 1, mf_top[depth] - 1, -1):
-                maxfloor[mf_trail_idx[k]] = mf_trail_val[k]
+            for d in range(depth - 1, target - 1, -1):
+                _undo(chosen[d], sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
+                      floor_trail, floor_top[d], maxfloor, mf_trail_idx, mf_trail_val,
+                      mf_top[d], mf_top[d + 1])
+            depth = target
             continue
         tried[depth] = best_key
         nodes += 1
@@ -163,6 +264,8 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
             floor[s] = top
             remaining[s] -= sizes[b]
             ft += 1
+        for s in range(sec_lo[b] + 1, sec_hi[b]):
+            cross[s] -= 1
         floor_top[depth + 1] = ft
         mt = mf_top[depth]
         for k in range(adj_ptr[b], adj_ptr[b + 1]):
@@ -173,23 +276,20 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 maxfloor[c] = top
                 mt += 1
         mf_top[depth + 1] = mt
-        if depth + 1 == n:
-            return PACKED, nodes
-        if _dead(sizes, alignments, sec_ptr, sec_members, nsec, placed, maxfloor, floor,
-                 remaining, capacity, o):
-            # undo at once and try the next candidate at this depth
-            placed[b] = False
-            offsets[b] = -1
-            ft = floor_top[depth]
-            for s in range(sec_lo[b], sec_hi[b]):
-                floor[s] = floor_trail[ft]
-                remaining[s] += sizes[b]
-                ft += 1
-            for k in range(mt - 1, mf_top[depth] - 1, -1):
-                maxfloor[mf_trail_idx[k]] = mf_trail_val[k]
+        if _dead(alignments, sec_ptr, sec_members, slo, shi, placed, maxfloor, floor,
+                 remaining, capacity, key_base, best_key):
+            _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
+                  floor_trail, floor_top[depth], maxfloor, mf_trail_idx, mf_trail_val,
+                  mf_top[depth], mt)
             continue
         depth += 1
-        tried[depth] = o * key_base + b
+        tried[depth] = best_key
+        scope_lo[depth] = slo
+        scope_hi[depth] = shi
+        fail_to[depth] = depth - 1
+        head[depth] = head[depth - 1]
+        pool_top[depth] = pool_top[depth - 1]
+        entering = True
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,303 @@
+"""Offset assignment for addressed memories: the dynamic storage allocation problem.
+
+Buffers with half-open lifespans `[lower, upper)` and sizes get offsets in
+`[0, capacity)`, each a multiple of its buffer's alignment, so that buffers
+alive at the same time never share an address (spec section 5). The packers
+are registered by name in `PACKERS`; `pack` runs one and `check_packing`
+re-checks any answer independently of how it was found.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from memplace.model.errors import MemplaceError
+from memplace.solvers import pack_exact
+from memplace.solvers.pack_heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
+
+STATUSES = ("packed", "infeasible", "timeout", "failed")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer alive over the half-open interval `[lower, upper)` that needs `size` bytes."""
+
+    id: str
+    lower: int
+    upper: int
+    size: int
+    alignment: int = 1
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            raise MemplaceError(f"buffer {self.id!r}: size {self.size} is negative")
+        if self.upper <= self.lower:
+            raise MemplaceError(f"buffer {self.id!r}: lifespan [{self.lower}, {self.upper}) is empty"
+                                " (upper must be greater than lower)")
+        if self.alignment < 1:
+            raise MemplaceError(f"buffer {self.id!r}: alignment {self.alignment} is below 1")
+
+
+@dataclass
+class PackResult:
+    """Offsets (int64, -1 where unplaced) and how they were found.
+
+    `status` is "packed" (every buffer placed within the capacity), "infeasible"
+    (proven: no packing exists), "timeout" (the time limit ran out first) or
+    "failed" (a heuristic could not place everything; proves nothing).
+    `height` is the highest `offset + size` over placed buffers.
+    """
+
+    offsets: np.ndarray
+    status: str
+    height: int
+    method: str
+    wall_s: float
+    nodes: int = 0
+
+
+def _arrays(buffers: Sequence[Buffer]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    sizes = np.fromiter((b.size for b in buffers), np.int64, len(buffers))
+    lowers = np.fromiter((b.lower for b in buffers), np.int64, len(buffers))
+    uppers = np.fromiter((b.upper for b in buffers), np.int64, len(buffers))
+    aligns = np.fromiter((b.alignment for b in buffers), np.int64, len(buffers))
+    return sizes, lowers, uppers, aligns
+
+
+def _check_capacity(capacity: int) -> None:
+    if capacity <= 0:
+        raise MemplaceError(f"capacity {capacity} must be positive")
+
+
+def _height(sizes: np.ndarray, offsets: np.ndarray) -> int:
+    placed = offsets >= 0
+    return int((offsets[placed] + sizes[placed]).max()) if placed.any() else 0
+
+
+def peak_live_size(buffers: Sequence[Buffer]) -> int:
+    """Largest total size of buffers alive at one time: a lower bound on any packing's height."""
+    if not buffers:
+        return 0
+    sizes, lowers, uppers, _ = _arrays(buffers)
+    return _peak(sizes, lowers, uppers)
+
+
+def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
+    points = np.unique(np.concatenate([lowers, uppers]))
+    delta = np.zeros(points.size, np.int64)
+    np.add.at(delta, np.searchsorted(points, lowers), sizes)
+    np.add.at(delta, np.searchsorted(points, uppers), -sizes)
+    return int(np.cumsum(delta).max()) if sizes.size else 0
+
+
+# ---------------------------------------------------------------------------
+# Packers by name: each maps arrays and a capacity to (status, offsets, nodes).
+
+Packer = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, "float | None"],
+                  tuple[str, np.ndarray, int]]
+PACKERS: dict[str, Packer] = {}
+
+
+def register(name: str) -> Callable[[Packer], Packer]:
+    """Add a packer to PACKERS under `name`; a second packer with the same name is an error."""
+    def add(fn: Packer) -> Packer:
+        if name in PACKERS:
+            raise ValueError(f"packer {name!r} is already registered")
+        PACKERS[name] = fn
+        return fn
+    return add
+
+
+def _heuristic_packer(which: int) -> Packer:
+    def run(sizes, lowers, uppers, aligns, capacity, time_limit):
+        offsets = heuristic_offsets(sizes, lowers, uppers, aligns, np.int64(capacity), which)
+        return ("packed" if (offsets >= 0).all() else "failed"), offsets, 0
+    return run
+
+
+for _name, _which in HEURISTICS.items():
+    register(_name)(_heuristic_packer(_which))
+
+
+@register("first-fit")
+def _first_fit(sizes, lowers, uppers, aligns, capacity, time_limit):
+    """First fit in the given (input) order."""
+    offsets = place_in_order(np.arange(sizes.size, dtype=np.int64), sizes, lowers, uppers,
+                             aligns, np.int64(capacity), FIRST_FIT)
+    return ("packed" if (offsets >= 0).all() else "failed"), offsets, 0
+
+
+@register("best-heuristic")
+def _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit):
+    """The lowest packing among the compiler heuristics (first one that packs, by height)."""
+    best = None
+    for which in HEURISTICS.values():
+        offsets = heuristic_offsets(sizes, lowers, uppers, aligns, np.int64(capacity), which)
+        if (offsets >= 0).all():
+            h = _height(sizes, offsets)
+            if best is None or h < best[0]:
+                best = (h, offsets)
+    if best is None:
+        return "failed", np.full(sizes.size, -1, np.int64), 0
+    return "packed", best[1], 0
+
+
+@register("exact")
+def _exact(sizes, lowers, uppers, aligns, capacity, time_limit):
+    """Heuristics first (cheap), then the canonical-packing search."""
+    status, offsets, _ = _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit)
+    if status == "packed":
+        return status, offsets, 0
+    code, offsets, nodes = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, capacity,
+                                                    time_limit)
+    return {pack_exact.PACKED: "packed", pack_exact.INFEASIBLE: "infeasible",
+            pack_exact.TIME_LIMIT: "timeout"}[code], offsets, nodes
+
+
+@register("exact-search")
+def _exact_search_only(sizes, lowers, uppers, aligns, capacity, time_limit):
+    """The canonical-packing search alone (no heuristic shortcut), for benchmarking it."""
+    code, offsets, nodes = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, capacity,
+                                                    time_limit)
+    return {pack_exact.PACKED: "packed", pack_exact.INFEASIBLE: "infeasible",
+            pack_exact.TIME_LIMIT: "timeout"}[code], offsets, nodes
+
+
+# ---------------------------------------------------------------------------
+# Public entry points
+
+def validate_buffers(buffers: Sequence[Buffer]) -> None:
+    """Raise MemplaceError naming the first malformed buffer (also catches duplicate ids)."""
+    seen = set()
+    for b in buffers:
+        Buffer.__post_init__(b)
+        if b.id in seen:
+            raise MemplaceError(f"buffer {b.id!r} appears twice")
+        seen.add(b.id)
+
+
+def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
+         time_limit: float | None = None) -> PackResult:
+    """Offsets for `buffers` within `capacity` by the packer named `method` (see PACKERS)."""
+    if method not in PACKERS:
+        raise MemplaceError(f"unknown packing method {method!r}; known: {', '.join(PACKERS)}")
+    if time_limit is not None and time_limit <= 0:
+        raise MemplaceError(f"time limit {time_limit} must be positive")
+    _check_capacity(capacity)
+    validate_buffers(buffers)
+    start = time.perf_counter()
+    if not buffers:
+        return PackResult(np.zeros(0, np.int64), "packed", 0, method, 0.0, 0)
+    sizes, lowers, uppers, aligns = _arrays(buffers)
+    status, offsets, nodes = PACKERS[method](sizes, lowers, uppers, aligns, int(capacity),
+                                             time_limit)
+    return PackResult(offsets, status, _height(sizes, offsets), method,
+                      time.perf_counter() - start, nodes)
+
+
+def pack_arrays(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
+                alignments: np.ndarray, capacity: int, method: str = "first-fit",
+                order: np.ndarray | None = None) -> np.ndarray:
+    """Offsets (int64, -1 = could not place) straight from arrays, for hot loops.
+
+    With method "first-fit", buffers are placed in `order` (default: index order)
+    and those that do not fit get -1. Inputs are int64 arrays and are not
+    validated beyond what numba's typing enforces.
+    """
+    if method == "first-fit":
+        if order is None:
+            order = np.arange(sizes.size, dtype=np.int64)
+        return place_in_order(order, sizes, lowers, uppers, alignments, np.int64(capacity),
+                              FIRST_FIT)
+    if method in HEURISTICS:
+        return heuristic_offsets(sizes, lowers, uppers, alignments, np.int64(capacity),
+                                 HEURISTICS[method])
+    status, offsets, _ = PACKERS[method](sizes, lowers, uppers, alignments, int(capacity), None)
+    return offsets
+
+
+def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: int) -> list[str]:
+    """Every broken rule of a packing, one message per problem naming the buffers; [] = valid."""
+    problems = []
+    if len(offsets) != len(buffers):
+        return [f"{len(offsets)} offsets for {len(buffers)} buffers"]
+    for b, o in zip(buffers, offsets):
+        o = int(o)
+        if o < 0:
+            problems.append(f"buffer {b.id!r} has no offset ({o})")
+        elif o % b.alignment:
+            problems.append(f"buffer {b.id!r} offset {o} is not a multiple of its alignment "
+                            f"{b.alignment}")
+        if o >= 0 and o + b.size > capacity:
+            problems.append(f"buffer {b.id!r} ends at {o + b.size}, beyond capacity {capacity}")
+    by_lower = sorted(range(len(buffers)), key=lambda i: buffers[i].lower)
+    for k, i in enumerate(by_lower):
+        a, oa = buffers[i], int(offsets[i])
+        for j in by_lower[k + 1:]:
+            b, ob = buffers[j], int(offsets[j])
+            if b.lower >= a.upper:
+                break
+            if oa < 0 or ob < 0 or a.size == 0 or b.size == 0:
+                continue
+            if oa < ob + b.size and ob < oa + a.size:
+                problems.append(f"buffers {a.id!r} [{oa}, {oa + a.size}) and {b.id!r} "
+                                f"[{ob}, {ob + b.size}) overlap in memory while both alive over "
+                                f"[{max(a.lower, b.lower)}, {min(a.upper, b.upper)})")
+    return problems
+
+
+def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
+             capacity: int | None = None) -> tuple[PackResult, int]:
+    """The lowest height that packs, searched downward from the best heuristic's height.
+
+    Returns (result, lower_bound): the result packs at `result.height`; the lower
+    bound is the peak live size, raised past every height proven infeasible.
+    `result.status` is "packed" when a packing was found (optimal when its height
+    equals the bound), "infeasible" when nothing packs within `capacity`.
+    """
+    validate_buffers(buffers)
+    if capacity is not None:
+        _check_capacity(capacity)
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    if not buffers:
+        return PackResult(np.zeros(0, np.int64), "packed", 0, "minimize", 0.0), 0
+    sizes, lowers, uppers, aligns = _arrays(buffers)
+    lower = _peak(sizes, lowers, uppers)
+    limit = int(capacity) if capacity is not None else int(sizes.sum() + aligns.sum())
+    status, best, _ = _best_heuristic(sizes, lowers, uppers, aligns, limit, None)
+    nodes = 0
+    if status != "packed":
+        code, best, nodes = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, limit,
+                                                     time_limit)
+        if code != pack_exact.PACKED:
+            wall = time.perf_counter() - start
+            name = "infeasible" if code == pack_exact.INFEASIBLE else "timeout"
+            if code == pack_exact.INFEASIBLE:
+                lower = max(lower, limit + 1)
+            return PackResult(best, name, 0, "minimize", wall, nodes), lower
+    upper = _height(sizes, best)
+    # bisect on the height: a packing lowers `upper`, a proof raises `lower`
+    proven_lower = lower
+    probe_lower = lower
+    while probe_lower < upper:
+        remaining = None if deadline is None else deadline - time.perf_counter()
+        if remaining is not None and remaining <= 0:
+            break
+        mid = (probe_lower + upper - 1) // 2 if probe_lower < upper - 1 else probe_lower
+        code, got, used = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, mid, remaining)
+        nodes += used
+        if code == pack_exact.PACKED:
+            best, upper = got, _height(sizes, got)
+        elif code == pack_exact.INFEASIBLE:
+            # no packing at `mid` means none at any lower height either
+            probe_lower = mid + 1
+            proven_lower = max(proven_lower, mid + 1)
+        else:
+            # time ran out at this height: nothing proven, try higher heights in what is left
+            probe_lower = mid + 1
+    wall = time.perf_counter() - start
+    return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower
