@@ -72,6 +72,11 @@ def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, log: 
     offer_valid(ctx, warm, ctx.packer)
     form = formulate(inst)
     ctx.notes.update({f"model_{k}": v for k, v in form.stats.items()})
+    if form.n_binaries == 0:  # nothing to decide: every tensor is best in the slowest level
+        offer_valid(ctx, inst.slowest_placement(), ctx.packer)
+        ctx.notes["backend"] = "none (no decisions)"
+        _report_bound(ctx, latency(inst, inst.slowest_placement()), gap)
+        return
     chosen = "highspy" if backend == "auto" else backend
     ctx.notes["backend"] = chosen
     time_limit = None if not math.isfinite(ctx.remaining()) else ctx.remaining() - HIGHS_MARGIN_S
