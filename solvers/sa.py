@@ -1,0 +1,263 @@
+"""`sa`: simulated annealing on the exact latency delta, in Numba.
+
+Moves: one tensor to another level, or (with probability `swap_fraction`) two
+tensors on different levels exchanging their levels, which lets a full fast level
+trade a weak tensor for a strong one. The latency change of a move is the model's
+delta kernel (`move_delta_kernel`, applied twice for a swap), so the latency tracked
+during the search is the spec latency up to rounding; it is recomputed exactly at
+the end of every chunk.
+
+Capacity: the search keeps feasibility. A move is tried only if every level that
+gains bytes still fits at every step (weights as one per-level byte count, since
+they are live at every step; activations on a per-step load with a max tree, see
+`sa_kernels.py`), so every visited placement is capacity-valid and the best one is
+offered as it is (no rectify needed). Addressed levels are searched by capacity;
+the best placement is given offsets by the canonical rectify (tensors that cannot
+be packed move down) before it is offered.
+
+Schedule: the start temperature T0 is set from the instance so that a fraction
+`t0_accept` of the uphill moves sampled from the start placement would be accepted
+(mean of exp(-delta/T0)); the temperature cools geometrically over each anneal to
+`t_final` x the start latency. The first anneal starts from the best compiler
+heuristic, the following `restarts - 1` from the best placement found so far, at
+`reheat` x T0. With a move budget (`moves` > 0) it is split evenly over the
+anneals and the result depends only on the seed; without one the time limit is
+split evenly and each anneal's length is re-estimated from the measured speed.
+Moves run in chunks of `chunk` per Numba call; between chunks the context is
+checked, counted and offered the best placement.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+
+from memplace.model import Instance, latency, rectify, rectify_capacity
+from memplace.solvers.base import SearchContext, check_range, register
+from memplace.solvers.sa_kernels import (anneal_kernel, build_state, sample_uphill_kernel,
+                                         tree_leaves)
+
+MOVES_WITHOUT_LIMIT = 20_000_000  # total budget when neither `moves` nor a time limit is given
+UPHILL_SAMPLES = 2000
+
+
+class Annealer:
+    """One search state: placement, tracked latency, temperature, capacity bookkeeping,
+    and the best placement seen since the last `reset`."""
+
+    def __init__(self, instance: Instance, placement: np.ndarray):
+        self.inst = instance
+        self.leaves = tree_leaves(instance.n_ops)
+        self.stats = np.zeros(4, np.int64)  # moves, infeasible, accepted, improved best
+        self.kernel_s = 0.0
+        self.reset(placement)
+
+    def reset(self, placement: np.ndarray) -> None:
+        i = self.inst
+        self.place = np.array(placement, np.int64, copy=True)
+        (self.weight_bytes, self.act_load, self.tree_max,
+         self.tree_add) = build_state(self.place, i.size, i.start, i.end, i.is_weight,
+                                      i.n_levels, i.n_ops, self.leaves)
+        lat = latency(i, self.place)
+        self.state = np.array([lat, 0.0, lat])  # latency, temperature, best latency
+        self.best_place = self.place.copy()
+
+    @property
+    def latency(self) -> float:
+        """The latency tracked incrementally (sum of accepted deltas)."""
+        return float(self.state[0])
+
+    @property
+    def best_latency(self) -> float:
+        return float(self.state[2])
+
+    def run(self, n_moves: int, temperature: float, alpha: float, swap_fraction: float,
+            seed: int) -> None:
+        """n_moves moves from `temperature`, multiplied by `alpha` before each move."""
+        i = self.inst
+        self.state[1] = temperature
+        t = time.perf_counter()
+        anneal_kernel(self.place, self.state, self.best_place, self.weight_bytes,
+                      self.act_load, self.tree_max, self.tree_add, self.leaves, n_moves,
+                      alpha, swap_fraction, seed, self.stats,
+                      i.compute, i.op_ptr, i.op_tensor, i.access_time, i.tensor_ptr,
+                      i.tensor_access, i.access_op, i.size, i.start, i.end, i.is_weight,
+                      i.capacity)
+        self.kernel_s += time.perf_counter() - t
+
+    def resync(self) -> None:
+        """Replace the tracked latencies by exact evaluations (rounding drift)."""
+        self.state[0] = latency(self.inst, self.place)
+        self.state[2] = latency(self.inst, self.best_place)
+
+    def sample_uphill(self, n_samples: int, swap_fraction: float, seed: int) -> np.ndarray:
+        i = self.inst
+        return sample_uphill_kernel(self.place, n_samples, swap_fraction, seed,
+                                    self.weight_bytes, self.act_load, self.tree_max,
+                                    self.tree_add, self.leaves, i.compute, i.op_ptr,
+                                    i.op_tensor, i.access_time, i.tensor_ptr, i.tensor_access,
+                                    i.access_op, i.size, i.start, i.end, i.is_weight,
+                                    i.capacity)
+
+
+def start_temperature(uphill: np.ndarray, accept: float) -> float | None:
+    """The T with mean(exp(-delta/T)) = accept over the sampled uphill deltas (None if none)."""
+    if uphill.size == 0:
+        return None
+    lo, hi = math.log(uphill.min()) - 12.0, math.log(uphill.max()) + 12.0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if np.exp(-uphill / math.exp(mid)).mean() < accept:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp(0.5 * (lo + hi))
+
+
+def seed_placements(inst: Instance) -> dict[str, np.ndarray]:
+    """Capacity-valid start placements: the compiler heuristics (or the slowest placement)."""
+    try:
+        from memplace.solvers.heuristics import heuristic_placements
+        seeds = heuristic_placements(inst)
+    except ImportError:
+        seeds = {"all-slowest": inst.slowest_placement()}
+    return {name: rectify_capacity(inst, place) for name, place in seeds.items()}
+
+
+def _offer(ctx: SearchContext, place: np.ndarray, lat: float, packer=None) -> None:
+    inst = ctx.instance
+    if inst.has_addressed_levels:
+        fixed = rectify(inst, place, packer=packer)
+        ctx.offer(fixed.placement, offsets=fixed.offsets)
+    else:
+        ctx.offer(place, lat)
+
+
+@register("sa", "simulated annealing: level moves and swaps on the exact delta, feasible "
+          "throughout, calibrated geometric cooling, restarts from the best",
+          params={"moves": 0, "restarts": 4, "t0_accept": 0.3, "t_final": 1e-6,
+                  "swap_fraction": 0.3, "reheat": 0.3, "chunk": 200_000})
+def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_final: float,
+             swap_fraction: float, reheat: float, chunk: int) -> None:
+    check_range("sa", "moves", moves, 0)
+    check_range("sa", "restarts", restarts, 1)
+    check_range("sa", "t0_accept", t0_accept, 1e-6, 1 - 1e-6)
+    check_range("sa", "t_final", t_final, 1e-15, 1.0)
+    check_range("sa", "swap_fraction", swap_fraction, 0.0, 1.0)
+    check_range("sa", "reheat", reheat, 1e-6, 10.0)
+    check_range("sa", "chunk", chunk, 1)
+    inst = ctx.instance
+
+    seeds = seed_placements(inst)
+    ctx.count(len(seeds))
+    lats = {name: latency(inst, place) for name, place in seeds.items()}
+    for name, place in seeds.items():
+        _offer(ctx, place, lats[name])
+    start = min(seeds, key=lambda name: (lats[name], name))
+    best_place, best_lat = seeds[start].copy(), lats[start]
+    ctx.notes["sa_start"] = start
+
+    ann = Annealer(inst, best_place)
+    uphill = ann.sample_uphill(UPHILL_SAMPLES, swap_fraction, _draw(ctx))
+    t_end = t_final * best_lat
+    t0 = start_temperature(uphill, t0_accept) or t_end
+    t_end = min(t_end, t0)
+    ctx.notes.update(sa_t0=t0, sa_t_end=t_end)
+
+    budget = moves or (MOVES_WITHOUT_LIMIT if ctx.time_limit is None else 0)
+    reserve = 0.0 if ctx.time_limit is None else min(0.5, 0.02 * ctx.time_limit)
+    rate = None  # measured moves per second of kernel time
+    anneals = 0
+    while not ctx.should_stop():
+        r = anneals
+        if budget:
+            if r >= restarts:
+                break
+            length = budget // restarts + (budget % restarts if r == restarts - 1 else 0)
+            deadline = math.inf
+        else:
+            left = ctx.deadline - reserve - time.perf_counter()
+            if left <= 0.0:
+                break
+            deadline = time.perf_counter() + left / max(1, restarts - r)
+            length = None
+        temp0 = t0 if r == 0 else min(t0, reheat * t0)
+        if r > 0:
+            ann.reset(best_place)
+        anneals += 1
+        done = 0
+        while not ctx.should_stop():
+            if length is None:  # time mode: the anneal ends at its deadline
+                left = deadline - time.perf_counter()
+                if done > 0 and left <= 0.0:
+                    break
+                planned = done + (rate * max(left, 0.0) if rate else 1e12)
+                n = int(min(chunk, max(1, planned - done)))
+            else:
+                planned = length
+                if done >= length:
+                    break
+                n = min(chunk, length - done)
+            ratio = t_end / temp0
+            temperature = temp0 * ratio ** (done / planned)
+            alpha = ratio ** (1.0 / planned)
+            before = ann.kernel_s
+            ann.run(n, temperature, alpha, swap_fraction, _draw(ctx))
+            spent = ann.kernel_s - before
+            if spent > 0:
+                rate = n / spent
+            done += n
+            ctx.count(n)
+            ann.resync()
+            if ann.best_latency < best_lat:
+                best_lat = ann.best_latency
+                best_place = ann.best_place.copy()
+                _offer(ctx, best_place, best_lat)
+    if inst.has_addressed_levels and ctx.packer is not None and not ctx.should_stop():
+        _offer(ctx, best_place, best_lat, packer=ctx.packer)
+    moved = int(ann.stats[0])
+    ctx.notes.update(sa_anneals=anneals, sa_moves=moved,
+                     moves_per_s=moved / ann.kernel_s if ann.kernel_s > 0 else 0.0,
+                     sa_accepted=int(ann.stats[2]) / max(1, moved),
+                     sa_infeasible=int(ann.stats[1]) / max(1, moved),
+                     sa_best_latency=best_lat)
+
+
+def _draw(ctx: SearchContext) -> int:
+    """A seed for Numba's generator, drawn from the solver's own generator."""
+    return int(ctx.rng.integers(0, 2**31 - 1))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m memplace.solvers.sa INSTANCE [--time-limit S] [--moves N] [--seed K]`:
+    print the speed (moves/s) and the latency reached, against the compiler heuristic."""
+    import argparse
+
+    from memplace import instances
+    from memplace.solvers.base import solve
+    parser = argparse.ArgumentParser(prog="python -m memplace.solvers.sa")
+    parser.add_argument("instance", nargs="+")
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--moves", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--restarts", type=int, default=4)
+    args = parser.parse_args(argv)
+    for name in args.instance:
+        inst = instances.load(name) if "@" in name else Instance.from_file(name)
+        solve(inst, "sa", time_limit=5.0, seed=0, moves=1000, restarts=1)  # compile
+        compiler = solve(inst, "compiler", time_limit=10.0)
+        res = solve(inst, "sa", time_limit=args.time_limit, seed=args.seed, moves=args.moves,
+                    restarts=args.restarts)
+        print(f"{inst.name}: {res.notes['sa_moves']} moves in {res.wall_s:.1f} s, "
+              f"{res.notes['moves_per_s'] / 1e6:.2f} M moves/s (kernel), "
+              f"latency {res.latency:.9g} s (compiler {compiler.latency:.9g} s, "
+              f"speedup {compiler.latency / res.latency:.4f}), anneals {res.notes['sa_anneals']}, "
+              f"accepted {res.notes['sa_accepted']:.3f}, infeasible {res.notes['sa_infeasible']:.3f}")
+
+
+if __name__ == "__main__":
+    # Run as a script: make the registry's import of this module return this one module.
+    sys.modules["memplace.solvers.sa"] = sys.modules["__main__"]
+    main()

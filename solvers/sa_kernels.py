@@ -1,0 +1,296 @@
+"""Numba kernels of simulated annealing (`sa.py`): capacity bookkeeping and the move loop.
+
+Capacity bookkeeping keeps the two kinds of tensors apart (spec section 3):
+
+- weights are live at every step, so level l holds `weight_bytes[l]` at every step;
+- activations live a few steps, so `act_load[l, k]` is kept per step, with a
+  max segment tree over steps (`tree_max`, `tree_add`: range add, no push-down)
+  whose root `tree_max[l, 1]` is the activation peak of level l.
+
+The load of level l at step k is `weight_bytes[l] + act_load[l, k]`; the level fits
+when `weight_bytes[l] + tree_max[l, 1] <= capacity[l]`. Moving a weight is O(1),
+moving an activation O(live range + log steps).
+
+The search keeps feasibility: a move is tried only if every level that gains
+bytes still fits, so every state visited is a capacity-valid placement.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from memplace.model.kernels import move_delta_kernel
+
+
+def tree_leaves(n_ops: int) -> int:
+    """Leaves of the per-level segment tree: the smallest power of two >= n_ops."""
+    p = 1
+    while p < n_ops:
+        p *= 2
+    return p
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tree_apply(tree_max, tree_add, l, p, v):
+    tree_max[l, p] += v
+    tree_add[l, p] += v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tree_rebuild(tree_max, tree_add, l, p):
+    while p > 1:
+        p >>= 1
+        a = tree_max[l, 2 * p]
+        b = tree_max[l, 2 * p + 1]
+        tree_max[l, p] = (a if a > b else b) + tree_add[l, p]
+
+
+@njit(cache=True, nogil=True)
+def _tree_range_add(tree_max, tree_add, leaves, l, lo, hi, v):
+    """Add v to steps lo..hi (inclusive) of level l's tree."""
+    a = lo + leaves
+    b = hi + leaves + 1
+    a0 = a
+    b0 = b - 1
+    while a < b:
+        if a & 1:
+            _tree_apply(tree_max, tree_add, l, a, v)
+            a += 1
+        if b & 1:
+            b -= 1
+            _tree_apply(tree_max, tree_add, l, b, v)
+        a >>= 1
+        b >>= 1
+    _tree_rebuild(tree_max, tree_add, l, a0)
+    _tree_rebuild(tree_max, tree_add, l, b0)
+
+
+@njit(cache=True, nogil=True)
+def shift_load(t, l, v, weight_bytes, act_load, tree_max, tree_add, leaves, start, end,
+               is_weight):
+    """Add v bytes of tensor t's live range to level l's bookkeeping."""
+    if is_weight[t]:
+        weight_bytes[l] += v
+    else:
+        for k in range(start[t], end[t] + 1):
+            act_load[l, k] += v
+        _tree_range_add(tree_max, tree_add, leaves, l, start[t], end[t], v)
+
+
+@njit(cache=True, nogil=True)
+def build_state(place, size, start, end, is_weight, n_levels, n_ops, leaves):
+    """Bookkeeping arrays (weight_bytes, act_load, tree_max, tree_add) of a placement."""
+    weight_bytes = np.zeros(n_levels, np.int64)
+    act_load = np.zeros((n_levels, n_ops), np.int64)
+    tree_max = np.zeros((n_levels, 2 * leaves), np.int64)
+    tree_add = np.zeros((n_levels, 2 * leaves), np.int64)
+    for t in range(place.shape[0]):
+        if is_weight[t]:
+            weight_bytes[place[t]] += size[t]
+        else:
+            for k in range(start[t], end[t] + 1):
+                act_load[place[t], k] += size[t]
+    for l in range(n_levels):
+        for k in range(n_ops):
+            tree_max[l, leaves + k] = act_load[l, k]
+        for p in range(leaves - 1, 0, -1):
+            a = tree_max[l, 2 * p]
+            b = tree_max[l, 2 * p + 1]
+            tree_max[l, p] = a if a > b else b
+    return weight_bytes, act_load, tree_max, tree_add
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fits(l, weight_bytes, tree_max, capacity):
+    return weight_bytes[l] + tree_max[l, 1] <= capacity[l]
+
+
+@njit(cache=True, nogil=True)
+def _single_fits(t, b, weight_bytes, act_load, tree_max, capacity, size, start, end,
+                 is_weight):
+    """Whether tensor t fits into level b, given the current bookkeeping."""
+    if is_weight[t]:
+        return weight_bytes[b] + size[t] + tree_max[b, 1] <= capacity[b]
+    peak = 0
+    for k in range(start[t], end[t] + 1):
+        if act_load[b, k] > peak:
+            peak = act_load[b, k]
+    return weight_bytes[b] + peak + size[t] <= capacity[b]
+
+
+@njit(cache=True, nogil=True)
+def _swap_fits(l, t_out, t_in, weight_bytes, act_load, tree_max, tree_add, leaves, capacity,
+               size, start, end, is_weight):
+    """Whether level l fits at every step once t_out has left it and t_in has come in
+    (exact; the bookkeeping is left as it was)."""
+    w = weight_bytes[l]
+    if is_weight[t_out]:
+        w -= size[t_out]
+    if is_weight[t_in]:
+        w += size[t_in]
+        if w + tree_max[l, 1] <= capacity[l]:
+            return True
+        if is_weight[t_out]:
+            return False
+        # The peak may have been in t_out's live range: take it out for a moment.
+        _tree_range_add(tree_max, tree_add, leaves, l, start[t_out], end[t_out], -size[t_out])
+        ok = w + tree_max[l, 1] <= capacity[l]
+        _tree_range_add(tree_max, tree_add, leaves, l, start[t_out], end[t_out], size[t_out])
+        return ok
+    # t_in is an activation: only its live range gains bytes.
+    out_act = not is_weight[t_out]
+    peak = 0
+    for k in range(start[t_in], end[t_in] + 1):
+        v = act_load[l, k]
+        if out_act and start[t_out] <= k and k <= end[t_out]:
+            v -= size[t_out]
+        if v > peak:
+            peak = v
+    return w + peak + size[t_in] <= capacity[l]
+
+
+@njit(cache=True, nogil=True)
+def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, tree_add,
+                  leaves, n_moves, alpha, swap_fraction, seed, stats,
+                  compute, op_ptr, op_tensor, access_time, tensor_ptr, tensor_access, access_op,
+                  size, start, end, is_weight, capacity):
+    """`n_moves` Metropolis moves from `place` (changed in place, kept capacity-valid).
+
+    state_f = [latency, temperature, best latency]: read on entry, written on exit;
+    the temperature is multiplied by `alpha` before every move. A move is, with
+    probability `swap_fraction`, a swap of two tensors on different levels, else
+    one tensor to another level. `best_place` receives every placement better
+    than the best latency. stats += [moves, infeasible, accepted, improved best].
+    """
+    np.random.seed(seed)
+    n_tensors = place.shape[0]
+    n_levels = capacity.shape[0]
+    lat = state_f[0]
+    temp = state_f[1]
+    best = state_f[2]
+    infeasible = 0
+    accepted = 0
+    improved = 0
+    for _ in range(n_moves):
+        temp *= alpha
+        if np.random.random() < swap_fraction:
+            t1 = np.random.randint(0, n_tensors)
+            a = place[t1]
+            t2 = -1
+            for _try in range(8):
+                u = np.random.randint(0, n_tensors)
+                if place[u] != a:
+                    t2 = u
+                    break
+            if t2 < 0:
+                continue
+            b = place[t2]
+            if not (_swap_fits(a, t1, t2, weight_bytes, act_load, tree_max, tree_add, leaves,
+                               capacity, size, start, end, is_weight)
+                    and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
+                                   leaves, capacity, size, start, end, is_weight)):
+                infeasible += 1
+                continue
+            d1 = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
+                                   tensor_ptr, tensor_access, access_op)
+            place[t1] = b
+            d2 = move_delta_kernel(place, t2, a, compute, op_ptr, op_tensor, access_time,
+                                   tensor_ptr, tensor_access, access_op)
+            delta = d1 + d2
+            if not (delta <= 0.0 or np.random.random() < math.exp(-delta / temp)):
+                place[t1] = a
+                continue
+            place[t2] = a
+            s1 = size[t1]
+            s2 = size[t2]
+            shift_load(t1, a, -s1, weight_bytes, act_load, tree_max, tree_add, leaves,
+                       start, end, is_weight)
+            shift_load(t2, b, -s2, weight_bytes, act_load, tree_max, tree_add, leaves,
+                       start, end, is_weight)
+            shift_load(t2, a, s2, weight_bytes, act_load, tree_max, tree_add, leaves,
+                       start, end, is_weight)
+            shift_load(t1, b, s1, weight_bytes, act_load, tree_max, tree_add, leaves,
+                       start, end, is_weight)
+        else:
+            t1 = np.random.randint(0, n_tensors)
+            a = place[t1]
+            b = np.random.randint(0, n_levels - 1)
+            if b >= a:
+                b += 1
+            if not _single_fits(t1, b, weight_bytes, act_load, tree_max, capacity, size,
+                                start, end, is_weight):
+                infeasible += 1
+                continue
+            delta = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
+                                      tensor_ptr, tensor_access, access_op)
+            if not (delta <= 0.0 or np.random.random() < math.exp(-delta / temp)):
+                continue
+            place[t1] = b
+            shift_load(t1, a, -size[t1], weight_bytes, act_load, tree_max, tree_add, leaves,
+                       start, end, is_weight)
+            shift_load(t1, b, size[t1], weight_bytes, act_load, tree_max, tree_add, leaves,
+                       start, end, is_weight)
+        accepted += 1
+        lat += delta
+        if lat < best:
+            best = lat
+            best_place[:] = place
+            improved += 1
+    state_f[0] = lat
+    state_f[1] = temp
+    state_f[2] = best
+    stats[0] += n_moves
+    stats[1] += infeasible
+    stats[2] += accepted
+    stats[3] += improved
+
+
+@njit(cache=True, nogil=True)
+def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, act_load,
+                         tree_max, tree_add, leaves, compute, op_ptr, op_tensor, access_time,
+                         tensor_ptr, tensor_access, access_op, size, start, end, is_weight,
+                         capacity):
+    """Latency increases of up to `n_samples` random feasible moves from `place` (none
+    applied; the bookkeeping is left as it was): the scale that sets the start temperature."""
+    np.random.seed(seed)
+    n_tensors = place.shape[0]
+    n_levels = capacity.shape[0]
+    out = np.empty(n_samples, np.float64)
+    m = 0
+    for _ in range(4 * n_samples):
+        if m == n_samples:
+            break
+        t1 = np.random.randint(0, n_tensors)
+        a = place[t1]
+        if np.random.random() < swap_fraction:
+            t2 = np.random.randint(0, n_tensors)
+            b = place[t2]
+            if b == a:
+                continue
+            if not (_swap_fits(a, t1, t2, weight_bytes, act_load, tree_max, tree_add, leaves,
+                               capacity, size, start, end, is_weight)
+                    and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
+                                   leaves, capacity, size, start, end, is_weight)):
+                continue
+            delta = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
+                                      tensor_ptr, tensor_access, access_op)
+            place[t1] = b
+            delta += move_delta_kernel(place, t2, a, compute, op_ptr, op_tensor, access_time,
+                                       tensor_ptr, tensor_access, access_op)
+            place[t1] = a
+        else:
+            b = np.random.randint(0, n_levels - 1)
+            if b >= a:
+                b += 1
+            if not _single_fits(t1, b, weight_bytes, act_load, tree_max, capacity, size,
+                                start, end, is_weight):
+                continue
+            delta = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
+                                      tensor_ptr, tensor_access, access_op)
+        if delta > 0.0:
+            out[m] = delta
+            m += 1
+    return out[:m]
+
