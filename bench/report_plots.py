@@ -1,8 +1,9 @@
 """Result plots as PNG and SVG (matplotlib, Agg backend), from `Results`.
 
-- convergence_seconds / convergence_evaluations: best latency found so far against
-  seconds and against evaluations, one panel per instance; per solver the median
-  over its seeds (line) and the range from best to worst seed (band);
+- convergence_seconds / convergence_evaluations: best latency found so far (as %
+  above the instance's best known) against seconds and against evaluations, one
+  panel per instance; per solver the median over its seeds (line, from the moment
+  every seed has a result) and the range from best to worst seed (band);
 - performance_profile: Dolan-More profile over instances of each solver's mean
   latency over seeds, as a ratio to the best solver on that instance;
 - placement_<instance>: the best placement found for the instance: the load of
@@ -76,50 +77,67 @@ def _panels(plt, count: int):
 
 
 def convergence(results: Results, folder: Path, axis: int) -> list[Path]:
+    """Best latency so far, as % above the instance's best known, against seconds
+    (axis 0) or evaluations (axis 1)."""
     plt = _pyplot()
     label = ("seconds", "evaluations")[axis]
     grid = _grid(results, axis)
     fig, axes = _panels(plt, len(results.instances))
     colors = {s: plt.cm.tab20(i % 20) for i, s in enumerate(results.solvers)}
+    lines = {}
     for ax, instance in zip(axes, results.instances):
+        known = results.best_known(instance)
         for solver in results.solvers:
             runs = results.ok_runs(instance, solver)
-            if not runs:
+            if not runs or not known:
                 continue
-            curves = np.array([best_so_far(r["trace"], axis, grid) for r in runs]) * 1e6
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # all-nan before any result
-                median = np.nanmedian(curves, axis=0)
-                low, high = np.nanmin(curves, axis=0), np.nanmax(curves, axis=0)
-            ax.step(grid, median, where="post", color=colors[solver], label=solver, lw=1.4)
+            curves = np.array([best_so_far(r["trace"], axis, grid) for r in runs])
+            curves = 100.0 * (curves / known - 1.0)
+            median = np.median(curves, axis=0)  # drawn once every seed has a result
+            lines[solver], = ax.step(grid, median, where="post", color=colors[solver], lw=1.4)
             if len(runs) > 1:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # all-nan before any result
+                    low, high = np.nanmin(curves, axis=0), np.nanmax(curves, axis=0)
                 ax.fill_between(grid, low, high, step="post", color=colors[solver], alpha=0.2, lw=0)
         ax.set_xscale("symlog", linthresh=grid[1])
-        ax.set_title(instance, fontsize=10)
+        ax.set_yscale("symlog", linthresh=0.01)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{instance} (best known {known * 1e6:.4g} µs)" if known else instance,
+                     fontsize=10)
         ax.set_xlabel(label)
-        ax.set_ylabel("best latency (µs)")
+        ax.set_ylabel("% above best known")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="upper right")
-    fig.suptitle(f"Best latency against {label}: median over seeds, band from best to worst seed")
-    fig.tight_layout()
+    fig.suptitle(f"Best latency so far against {label}: median over seeds (line), "
+                 "best to worst seed (band)")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.legend(list(lines.values()), list(lines), loc="lower center",
+               ncol=min(6, max(1, len(lines))), fontsize=8, frameon=False)
     paths = _save(fig, folder, f"convergence_{label}")
     plt.close(fig)
     return paths
 
 
-def performance_profile(results: Results, folder: Path) -> list[Path]:
-    plt = _pyplot()
+def profile_ratios(results: Results) -> dict[str, list[float]]:
+    """Per solver, over the instances it ran on: its mean latency over seeds divided by
+    the best solver's on that instance (inf where it has no result)."""
     means = {}
     for instance in results.instances:
         for solver in results.solvers:
             lats = [r["latency"] for r in results.ok_runs(instance, solver)]
             means[instance, solver] = float(np.mean(lats)) if lats else math.inf
-    ratios = {s: [] for s in results.solvers}
+    ratios: dict[str, list[float]] = {s: [] for s in results.solvers}
     for instance in results.instances:
         ran = [s for s in results.solvers if results.runs(instance, s)]
         best = min(means[instance, s] for s in ran)
         for s in ran:
             ratios[s].append(means[instance, s] / best if math.isfinite(best) else math.inf)
+    return ratios
+
+
+def performance_profile(results: Results, folder: Path) -> list[Path]:
+    plt = _pyplot()
+    ratios = profile_ratios(results)
     finite = [r for rs in ratios.values() for r in rs if math.isfinite(r)]
     top = max(finite + [1.0]) * 1.05 + 1e-9
     taus = np.geomspace(1.0, top, 400)

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from memplace.model.errors import MemplaceError
 
 STARTUP_S = 60.0  # interpreter start, imports and instance load before the timer is armed
 STDERR_TAIL = 2000  # characters of a failed worker's stderr kept in the record
+_running: set[subprocess.Popen] = set()  # this process's live workers (killed on interrupt)
+_running_lock = threading.Lock()
 
 
 def worker_env() -> dict[str, str]:
@@ -55,6 +58,8 @@ def run_isolated(task: dict[str, Any]) -> dict[str, Any]:
         proc = subprocess.Popen([sys.executable, "-m", "memplace.bench.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                 env=worker_env(), start_new_session=True)
+        with _running_lock:
+            _running.add(proc)
         try:
             out, _ = proc.communicate(json.dumps(task).encode("utf-8"), timeout=wait)
             timed_out = False
@@ -62,6 +67,9 @@ def run_isolated(task: dict[str, Any]) -> dict[str, Any]:
             _kill_group(proc)
             out, _ = proc.communicate()
             timed_out = True
+        finally:
+            with _running_lock:
+                _running.discard(proc)
         wall = time.perf_counter() - began
         stderr.seek(0)
         tail = stderr.read().decode("utf-8", "replace")[-STDERR_TAIL:].strip()
@@ -80,6 +88,15 @@ def run_isolated(task: dict[str, Any]) -> dict[str, Any]:
     except (IndexError, ValueError, UnicodeDecodeError):
         return failure_record(task, "error", f"worker exited with status {code} and no record"
                               + (f"; stderr: {tail}" if tail else ""), wall)
+
+
+def kill_running() -> None:
+    """Kill every worker this process started that is still running (after an interrupt;
+    workers live in sessions of their own, so a Ctrl-C does not reach them)."""
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        _kill_group(proc)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -103,6 +120,7 @@ def local_results(tasks: list[Task], jobs: int, run: Runner = run_isolated) -> I
         finally:
             for future in futures:
                 future.cancel()
+            kill_running()  # nothing left running when the caller stops early
 
 
 def dask_results(tasks: list[Task], address: str, jobs: int,
@@ -171,7 +189,9 @@ def warm_up(plan: Plan) -> None:
     from memplace.solvers.warm import warm_solvers
     warmup()
     builtin = set(builtin_solvers())
-    warm_solvers([name for name in plan.solvers if name in builtin])
+    names = [name for name in plan.solvers if name in builtin]
+    if names:  # (an empty list would mean every registered solver)
+        warm_solvers(names)
 
 
 def run_batch(plan: Plan, batch: Batch, store: RunStore, jobs: int, dask: str | None = None,
