@@ -81,8 +81,8 @@ def policy_seeds(ctx: SearchContext, lp_samples: int, greedy_samples: int, noise
     if dp is not None:
         seeds.append(dp)
     lp = lp_rounding()
-    if lp is not None:
-        seeds += [lp(inst, rng) for _ in range(lp_samples)]
+    if lp is not None and lp_samples:  # the largest-fraction rounding, then random ones
+        seeds += [lp(inst, None)] + [lp(inst, rng) for _ in range(lp_samples - 1)]
     seeds += [randomized_greedy(inst, rng, noise) for _ in range(greedy_samples)]
     return seeds
 
