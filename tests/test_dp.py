@@ -1,0 +1,96 @@
+"""The DP: exact on chains at one-byte buckets (equal to the MILP), valid everywhere."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memplace.model import Instance, capacity_ok, placement_errors
+from memplace.solvers import solve
+from memplace.solvers.dp import dp_placement
+from randominst import random_instance_dict
+
+
+def chain_instance_dict(seed: int, n_ops: int = 8, n_levels: int = 3, tight: float = 0.4) -> dict:
+    """A chain: op k writes activation k, op k+1 reads it; some ops read one weight."""
+    rng = np.random.default_rng(seed)
+    tensors = []
+    for k in range(n_ops):
+        size = int(rng.integers(1, 60))
+        accesses = [[k, size]] + ([[k + 1, int(size * rng.choice([1, 2]))]] if k + 1 < n_ops else [])
+        tensors.append({"name": f"a{k}", "kind": "activation", "size": size, "producer": k,
+                        "accesses": accesses})
+        if rng.random() < 0.6:
+            w = int(rng.integers(1, 60))
+            tensors.append({"name": f"w{k}", "kind": "weight", "size": w, "producer": None,
+                            "accesses": [[k, int(w * rng.choice([1, 1, 3]))]]})
+    weights = sum(t["size"] for t in tensors if t["kind"] == "weight")
+    peak = weights + 2 * 60
+    levels, bw = [], 1e9
+    for l in range(n_levels):
+        cap = None if l == n_levels - 1 else max(1, int(peak * tight * rng.uniform(0.3, 1.0)))
+        levels.append({"name": f"L{l}", "capacity": cap, "bandwidth": bw})
+        bw /= float(rng.uniform(2, 10))
+    ops = [{"name": f"op{k}", "flops": float(rng.choice([0.0, rng.uniform(0, 300)]))}
+           for k in range(n_ops)]
+    return {"format": "memplace-instance/1", "name": f"chain-{seed}",
+            "workload": {"name": "chain", "ops": ops, "tensors": tensors},
+            "hardware": {"name": "chain", "compute_rate": 1e9, "levels": levels}}
+
+
+FINE = 10**4  # buckets: one-byte units on these capacities
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_dp_equals_milp_on_chains_at_fine_discretisation(seed):
+    inst = Instance.from_dict(chain_instance_dict(seed, n_ops=8 + seed % 5, n_levels=2 + seed % 2))
+    exact = solve(inst, "milp", time_limit=30)
+    assert exact.status == "optimal"
+    dp = solve(inst, "dp", time_limit=30, buckets=FINE, max_keys=10**4, max_labels=10**4)
+    assert dp.notes["exact"] and dp.status == "optimal"
+    assert dp.latency == pytest.approx(exact.latency, rel=1e-9)
+    assert dp.notes["dp_latency"] == pytest.approx(dp.latency, rel=1e-9)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_ops=st.integers(2, 10), tight=st.floats(0.05, 1.0))
+def test_dp_equals_milp_on_chains_property(seed, n_ops, tight):
+    inst = Instance.from_dict(chain_instance_dict(seed, n_ops=n_ops, tight=tight))
+    exact = solve(inst, "milp", time_limit=30)
+    dp = solve(inst, "dp", time_limit=30, buckets=FINE, max_keys=10**4, max_labels=10**4)
+    assert dp.notes["exact"]
+    assert dp.latency == pytest.approx(exact.latency, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_dp_on_random_dags_is_valid_and_never_below_the_optimum(seed):
+    inst = Instance.from_dict(random_instance_dict(seed, n_ops=8, n_tensors=12,
+                                                   addressed=seed % 3 == 0, tight=0.4))
+    exact = solve(inst, "milp", time_limit=30)
+    for buckets, beam in [(FINE, 10**4), (8, 4)]:
+        dp = solve(inst, "dp", time_limit=30, buckets=buckets, max_keys=beam, max_labels=beam)
+        assert placement_errors(inst, dp.placement, dp.offsets) == []
+        assert dp.latency >= exact.lower_bound * (1 - 1e-12)
+        if dp.notes["exact"]:  # nothing rounded or cut: the DP is exact on any DAG
+            assert dp.status == "optimal"
+            assert dp.latency == pytest.approx(exact.latency, rel=1e-6)
+        if dp.notes.get("none_below_upper"):  # nothing it can represent beats the warm start
+            assert dp.latency == dp.trace[0][2]
+        elif not inst.has_addressed_levels:
+            assert dp.notes["dp_latency"] == pytest.approx(dp.latency, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dp_placement_is_capacity_valid_before_any_repair(seed):
+    inst = Instance.from_dict(random_instance_dict(50 + seed, n_ops=10, n_tensors=12, tight=0.3))
+    for buckets in (1, 3, 16, FINE):
+        place, facts = dp_placement(inst, buckets=buckets, max_keys=6, max_labels=3)
+        assert place is not None and capacity_ok(inst, place)  # rounding up keeps every label truly valid
+
+
+def test_coarse_buckets_are_reported_as_rounding():
+    inst = Instance.from_dict(chain_instance_dict(3))
+    dp = solve(inst, "dp", time_limit=30, buckets=2)
+    assert dp.notes["rounded_levels"] >= 1 and not dp.notes["exact"]
+    assert dp.status == "feasible" and dp.lower_bound is None
