@@ -52,12 +52,15 @@ def _now():
 
 
 @njit(cache=True, nogil=True)
-def _dead(alignments, sec_ptr, sec_members, slo, shi, placed, maxfloor, floor, remaining,
-          capacity, n, threshold):
+def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed, maxfloor,
+          floor, remaining, capacity, n, threshold, lift, stamp, node):
     """True when, in some section of [slo, shi), the unplaced buffers cannot stack above
-    their lowest possible start. `threshold` is the (offset, rank) key of the last placement:
-    the watermark is its offset, and a buffer whose own key is not above it must first be
-    lifted by some other buffer, so it starts at least one unit above the watermark."""
+    their lowest possible start.
+
+    `threshold` is the (offset, rank) key of the last placement: the watermark is
+    its offset, and a buffer whose own key is not above it is *stranded*: it must
+    first be lifted by an unplaced buffer it overlaps in time, which starts at or
+    above the watermark. `lift`/`stamp` cache that bound for this `node`."""
     watermark = threshold // n
     for s in range(slo, shi):
         rem = remaining[s]
@@ -70,12 +73,28 @@ def _dead(alignments, sec_ptr, sec_members, slo, shi, placed, maxfloor, floor, r
         lowest = capacity
         for k in range(sec_ptr[s], sec_ptr[s + 1]):
             c = sec_members[k]
-            if not placed[c]:
-                v = _round_up(maxfloor[c], alignments[c])
-                if v * n + c <= threshold:
-                    v = watermark + 1
-                if v < lowest:
-                    lowest = v
+            if placed[c]:
+                continue
+            v = _round_up(maxfloor[c], alignments[c])
+            if v * n + c <= threshold:
+                if stamp[c] != node:
+                    stamp[c] = node
+                    best = capacity + 1
+                    for j in range(adj_ptr[c], adj_ptr[c + 1]):
+                        d = adj[j]
+                        if not placed[d]:
+                            u = _round_up(maxfloor[d], alignments[d])
+                            if u < watermark:
+                                u = watermark
+                            u += sizes[d]
+                            if u < best:
+                                best = u
+                    lift[c] = _round_up(best, alignments[c])
+                v = lift[c]
+                if v + sizes[c] > capacity:
+                    return True
+            if v < lowest:
+                lowest = v
         if lowest + rem > capacity:
             return True
     return False
@@ -94,6 +113,29 @@ def _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross, fl
         cross[s] += 1
     for k in range(mt_to - 1, mt_from - 1, -1):
         maxfloor[mf_trail_idx[k]] = mf_trail_val[k]
+
+
+@njit(cache=True, nogil=True)
+def _next_candidate(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, capacity,
+                    slo, shi, lim):
+    """The unplaced buffer of scope [slo, shi) with the smallest (floor, rank) key above lim."""
+    n = sizes.size
+    best_key = np.int64(-1)
+    best = -1
+    for c in range(n):
+        if placed[c] or sec_lo[c] < slo or sec_hi[c] > shi:
+            continue
+        tp = twin_prev[c]
+        if tp >= 0 and not placed[tp]:
+            continue
+        o = _round_up(maxfloor[c], alignments[c])
+        if o + sizes[c] > capacity:
+            continue
+        key = o * n + c
+        if key > lim and (best < 0 or key < best_key):
+            best_key = key
+            best = c
+    return best
 
 
 @njit(cache=True, nogil=True)
@@ -148,6 +190,8 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     comp_lo = np.empty(nsec + 1, np.int64)
     comp_hi = np.empty(nsec + 1, np.int64)
     comp_slack = np.empty(nsec + 1, np.int64)
+    lift = np.zeros(n, np.int64)
+    stamp = np.full(n, -1, np.int64)
     key_base = np.int64(n)
     nodes = 0
     depth = 0
@@ -218,24 +262,10 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 scope_lo[depth] = comp_lo[0]
                 scope_hi[depth] = comp_hi[0]
         # next candidate at this depth: smallest (floor, rank) key above the last tried one
+        best = _next_candidate(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor,
+                               capacity, scope_lo[depth], scope_hi[depth], tried[depth])
         slo = scope_lo[depth]
         shi = scope_hi[depth]
-        best_key = np.int64(-1)
-        best = -1
-        lim = tried[depth]
-        for c in range(n):
-            if placed[c] or sec_lo[c] < slo or sec_hi[c] > shi:
-                continue
-            tp = twin_prev[c]
-            if tp >= 0 and not placed[tp]:
-                continue
-            o = _round_up(maxfloor[c], alignments[c])
-            if o + sizes[c] > capacity:
-                continue
-            key = o * key_base + c
-            if key > lim and (best < 0 or key < best_key):
-                best_key = key
-                best = c
         if best < 0:
             target = fail_to[depth]
             if target < 0:
@@ -246,14 +276,15 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                       mf_top[d], mf_top[d + 1])
             depth = target
             continue
+        b = best
+        o = _round_up(maxfloor[b], alignments[b])
+        best_key = o * key_base + b
         tried[depth] = best_key
         nodes += 1
         if nodes > node_limit:
             return NODE_LIMIT, nodes
         if deadline >= 0.0 and (nodes & 1023) == 0 and _now() > deadline:
             return TIME_LIMIT, nodes
-        b = best
-        o = _round_up(maxfloor[b], alignments[b])
         top = o + sizes[b]
         placed[b] = True
         offsets[b] = o
@@ -276,8 +307,8 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 maxfloor[c] = top
                 mt += 1
         mf_top[depth + 1] = mt
-        if _dead(alignments, sec_ptr, sec_members, slo, shi, placed, maxfloor, floor,
-                 remaining, capacity, key_base, best_key):
+        if _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed,
+                 maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes):
             _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
                   floor_trail, floor_top[depth], maxfloor, mf_trail_idx, mf_trail_val,
                   mf_top[depth], mt)
@@ -296,7 +327,8 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
 # Driver: static orders, time sections, independent parts, restarts.
 
 def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
-    """Rankings tried in turn: each lists buffer indices, most constrained first."""
+    """Rankings tried in turn, each most-constrained first. "total" is the peak load over
+    the buffer's lifespan, "width" its length, "area" width times size."""
     width = uppers - lowers
     area = width * sizes
     points = np.unique(np.concatenate([lowers, uppers]))
@@ -308,13 +340,12 @@ def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) ->
     load = np.cumsum(load)
     total = np.array([load[lo[i]:hi[i]].max() for i in range(sizes.size)], np.int64)
     idx = np.arange(sizes.size)
-    # np.lexsort sorts by the last key first; negate for decreasing
+    # np.lexsort sorts by the last key first; negated keys sort decreasing
     keys = [
-        (idx, -total, -area, -width),   # longest lifespan, then largest area
-        (idx, -width, -area, -total),   # most crowded sections first
-        (idx, -area, -width, -total),
-        (idx, -width, -sizes, -area),   # largest area first
-        (idx, -width, -area, -sizes),   # largest size first
+        (idx, -area, -width, -total),   # total, then width, then area
+        (idx, -width, -area, -total),   # total, then area, then width
+        (idx, -total, -area, -width),   # width, then area, then total
+        (idx, -width, -sizes, -area),   # area, then size, then width
     ]
     return [np.lexsort(k) for k in keys]
 
@@ -365,30 +396,35 @@ def _prepare(sizes, lowers, uppers, alignments):
 
 
 def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limit):
-    """(status, offsets, nodes) for one independent part, restarting across static orders."""
+    """(status, offsets, nodes) for one independent part.
+
+    Restarts in rounds: every static order runs under the round's node limit,
+    which doubles from round to round, so the work wasted on unlucky orders
+    stays within a constant factor of what the luckiest order needs.
+    """
     orders = _static_orders(sizes, lowers, uppers)
+    prepared = []
+    for rank in orders:
+        prepared.append(_prepare(sizes[rank], lowers[rank], uppers[rank], alignments[rank]))
     nodes = 0
     limit = node_limit
-    attempt = 0
     while True:
-        rank = orders[attempt % len(orders)]
-        prepared = _prepare(sizes[rank], lowers[rank], uppers[rank], alignments[rank])
-        ranked = np.full(sizes.size, -1, np.int64)
-        status, used = search(sizes[rank], alignments[rank], *prepared, np.int64(capacity),
-                              np.int64(limit), float(deadline), ranked)
-        nodes += used
-        if status in (PACKED, INFEASIBLE, TIME_LIMIT):
-            offsets = np.full(sizes.size, -1, np.int64)
-            if status == PACKED:
-                offsets[rank] = ranked
-            return status, offsets, nodes
-        attempt += 1
+        for rank, prep in zip(orders, prepared):
+            ranked = np.full(sizes.size, -1, np.int64)
+            status, used = search(sizes[rank], alignments[rank], *prep, np.int64(capacity),
+                                  np.int64(limit), float(deadline), ranked)
+            nodes += used
+            if status in (PACKED, INFEASIBLE, TIME_LIMIT):
+                offsets = np.full(sizes.size, -1, np.int64)
+                if status == PACKED:
+                    offsets[rank] = ranked
+                return status, offsets, nodes
         limit *= 2
 
 
 def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
                   alignments: np.ndarray, capacity: int, time_limit: float | None = None,
-                  node_limit: int = 2000) -> tuple[int, np.ndarray, int]:
+                  node_limit: int = 1000) -> tuple[int, np.ndarray, int]:
     """(status, offsets, nodes): PACKED with every offset, INFEASIBLE (proven) or TIME_LIMIT."""
     deadline = -1.0 if time_limit is None else time.perf_counter() + time_limit
     offsets = np.full(sizes.size, -1, np.int64)
