@@ -74,7 +74,7 @@ def pareto_kernel(res, keep):
     return n_kept
 
 
-def _pareto(labels: np.ndarray, max_labels: int) -> tuple[np.ndarray, bool]:
+def _pareto(labels: np.ndarray, max_labels: int, cells: np.ndarray) -> tuple[np.ndarray, bool]:
     """Non-dominated labels (column 0 cost, columns 1..-2 resources, last id), cheapest
     first, at most `max_labels`; also whether any non-dominated label was cut."""
     if labels.shape[0] <= 1:
@@ -85,8 +85,19 @@ def _pareto(labels: np.ndarray, max_labels: int) -> tuple[np.ndarray, bool]:
     keep = np.empty(labels.shape[0], np.bool_)
     pareto_kernel(np.ascontiguousarray(labels[:, 1:-1]), keep)
     labels = labels[keep]
-    cut = labels.shape[0] > max_labels
-    return labels[:max_labels], cut
+    if labels.shape[0] <= max_labels:
+        return labels, False
+    # Thin the front like a knapsack DP: bin the labels on a grid of the share of
+    # each level they use ((M_l + W_l) / capacity_l) and keep the cheapest in each
+    # bin, so every degree of fullness keeps a representative.
+    Lc = cells.size
+    per = max(1, int(round(max_labels ** (1.0 / max(Lc, 1)))))  # bins per level
+    use = (labels[:, 1:1 + Lc] + labels[:, 1 + Lc:1 + 2 * Lc]) / cells
+    bins = np.zeros(labels.shape[0], np.int64)
+    for l in range(Lc):
+        bins = bins * per + np.minimum((use[:, l] * per).astype(np.int64), per - 1)
+    first = np.unique(bins, return_index=True)[1]  # labels are cheapest first
+    return labels[np.sort(first)], True
 
 
 def _future_bounds(inst: Instance, allowed: list[list[int]]) -> np.ndarray:
@@ -102,8 +113,8 @@ def _future_bounds(inst: Instance, allowed: list[list[int]]) -> np.ndarray:
     return future
 
 
-def dp_placement(inst: Instance, buckets: int = 64, max_keys: int = 64,
-                 max_labels: int = 64, should_stop=None,
+def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
+                 max_labels: int = 256, should_stop=None,
                  upper: float = math.inf) -> tuple[np.ndarray | None, dict]:
     """The DP's best placement (None if stopped) and facts about the run. Labels whose
     cost plus a lower bound on the rest exceeds `upper` (the latency of a known valid
@@ -185,7 +196,7 @@ def dp_placement(inst: Instance, buckets: int = 64, max_keys: int = 64,
         tracked = [tracked[i] for i in keep_pos]
         frontier = {}
         for key, parts in closed.items():
-            labels, cut = _pareto(np.concatenate(parts), max_labels)
+            labels, cut = _pareto(np.concatenate(parts), max_labels, cells.astype(np.float64))
             facts["truncated_labels"] += int(cut)
             frontier[key] = labels
         facts["max_keys_seen"] = max(facts["max_keys_seen"], len(frontier))
@@ -209,8 +220,8 @@ def dp_placement(inst: Instance, buckets: int = 64, max_keys: int = 64,
 
 
 @register("dp", "dynamic programming over the schedule (Pareto labels per tracked-level key); "
-          "exact on chains at one-byte buckets", params={"buckets": 64, "max_keys": 64,
-                                                        "max_labels": 64})
+          "exact on chains at one-byte buckets", params={"buckets": 1024, "max_keys": 64,
+                                                        "max_labels": 256})
 def solve_dp(ctx: SearchContext, buckets: int, max_keys: int, max_labels: int) -> None:
     check_range("dp", "buckets", buckets, 1)
     check_range("dp", "max_keys", max_keys, 1)

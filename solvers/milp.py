@@ -208,6 +208,7 @@ def _solve_pyomo(ctx, form, warm, gap, threads, time_limit, log):
     if time_limit is not None:
         opt.config.time_limit = max(0.01, float(time_limit))
     opt.highs_options = {"threads": int(threads), "mip_abs_gap": 0.0,
+                         "mip_feasibility_tolerance": 1e-9, "primal_feasibility_tolerance": 1e-9,
                          "random_seed": int(ctx.seed) % (2**31 - 1)}
     res = opt.solve(m)
     status = str(res.termination_condition.name)

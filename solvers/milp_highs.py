@@ -385,6 +385,10 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
     h = new_highs(threads, seed, time_limit, log)
     h.setOptionValue("mip_rel_gap", float(gap))
     h.setOptionValue("mip_abs_gap", 0.0)
+    # At the default 1e-6 HiGHS may take y = 1 - 1e-6 as integral and "save" 1e-6 of
+    # an op's time, which the rounded placement does not: tolerances far below `gap`.
+    h.setOptionValue("mip_feasibility_tolerance", 1e-9)
+    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     h.passModel(highs_model(form))
     if warm is not None:
         h.setSolution(_solution(warm))
