@@ -1,9 +1,10 @@
-"""One run in a process of its own: `python -m memplace.bench.worker`.
+"""One run, in a process of its own: `run(task) -> record` (the `store` schema).
 
-The harness starts a fresh interpreter per run (see `runner.run_isolated`), writes
-the task as JSON on its stdin and reads one record (`store` schema) back from its
-stdout. Anything a solver prints goes to stderr instead, so it cannot corrupt the
-record. Before the solve the worker arms its own hard limits:
+`isolation` calls `run` in a process forked from a warm forkserver, or starts
+`python -m memplace.bench.worker`, writes the task as JSON on its stdin and reads
+the record back from its stdout (anything a solver prints goes to stderr instead,
+so it cannot corrupt the record). Before the solve the worker arms its own hard
+limits:
 
 - (first, kernels of the model and of built-in solvers are loaded from the Numba
   disk cache, outside the run's clock);

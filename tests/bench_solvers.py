@@ -20,9 +20,10 @@ from memplace.solvers import register
 HERE = Path(__file__).resolve()
 
 
-@register("test-steps", "test only: `steps` random rectified placements, best kept",
-          params={"steps": 5})
-def solve_steps(ctx, steps: int) -> None:
+@register("test-steps", "test only: `steps` random rectified placements, best kept, after "
+          "`pause` seconds", params={"steps": 5, "pause": 0.0})
+def solve_steps(ctx, steps: int, pause: float) -> None:
+    time.sleep(pause)
     inst = ctx.instance
     ctx.count(1)
     ctx.offer(inst.slowest_placement())
