@@ -34,7 +34,7 @@ What is exact and what is approximate:
     addressed, the DP's optimum is proven and reported as optimal with its
     latency as the bound.
   * Addressed levels: offsets are not modelled (capacity only); the result is
-    packed with `ctx.packer` and tensors that cannot be packed move down
+    packed (`milp.placement_packer`) and tensors that cannot be packed move down
     canonically, so it is never claimed optimal there.
 """
 from __future__ import annotations
@@ -226,11 +226,11 @@ def solve_dp(ctx: SearchContext, buckets: int, max_keys: int, max_labels: int) -
     check_range("dp", "buckets", buckets, 1)
     check_range("dp", "max_keys", max_keys, 1)
     check_range("dp", "max_labels", max_labels, 1)
-    from memplace.solvers.milp import offer_valid, warm_start
+    from memplace.solvers.milp import offer_valid, placement_packer, warm_start_with_offsets
     inst = ctx.instance
-    warm = warm_start(inst)
+    warm, warm_offsets = warm_start_with_offsets(inst)
     ctx.count(1)
-    offer_valid(ctx, warm, ctx.packer)  # the bound the DP prunes against
+    ctx.offer(warm, offsets=warm_offsets)  # the bound the DP prunes against
     place, facts = dp_placement(inst, buckets, max_keys, max_labels, ctx.should_stop,
                                 latency(inst, warm))
     ctx.notes.update(facts)
@@ -243,7 +243,7 @@ def solve_dp(ctx: SearchContext, buckets: int, max_keys: int, max_labels: int) -
             ctx.proven_optimal = True
         return
     ctx.count(1)
-    offered = offer_valid(ctx, place, ctx.packer)
+    offered = offer_valid(ctx, place, placement_packer(ctx))
     if exact and offered.tolist() == place.tolist():
         lat = latency(inst, offered)
         if math.isclose(lat, ctx.best_latency, rel_tol=0.0, abs_tol=0.0):

@@ -19,7 +19,7 @@ Both start from the best heuristic placement, report HiGHS's proven bound as
 between the offered placement and that bound is within `gap` (plus 1e-12 for
 rounding). On addressed levels the capacity rows are a relaxation of the offset
 constraints (spec section 5): the bound stays valid, the solution is packed with
-`ctx.packer` (tensors that cannot be packed move down, canonically), and the
+`placement_packer` (tensors that cannot be packed move down, canonically), and the
 gap is measured on the packed placement's latency.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from memplace.model import Instance, capacity_ok, latency, rectify
+from memplace.model import Instance, capacity_ok, first_fit_packer, latency, rectify
 from memplace.solvers.base import ParameterError, SearchContext, check_range, register
 
 BACKENDS = ("auto", "pyomo", "highspy")
@@ -37,9 +37,40 @@ HIGHS_MARGIN_S = 0.1  # of the time limit left for extracting and packing the re
 
 def warm_start(inst: Instance) -> np.ndarray:
     """The best (lowest-latency) heuristic placement; all heuristics are valid."""
-    from memplace.solvers.heuristics import heuristic_placements
-    candidates = list(heuristic_placements(inst).values())
-    return min(candidates, key=lambda p: latency(inst, p))
+    return warm_start_with_offsets(inst)[0]
+
+
+def warm_start_with_offsets(inst: Instance) -> tuple[np.ndarray, np.ndarray | None]:
+    """The best heuristic placement with the offsets its greedy fill gave it on
+    addressed levels (None without them): valid as it is, no packing needed."""
+    from memplace.solvers.heuristics import ORDERS, greedy_fill, heuristic_placements
+    if not inst.has_addressed_levels:
+        candidates = list(heuristic_placements(inst).values())
+        return min(candidates, key=lambda p: latency(inst, p)), None
+    options = [greedy_fill(inst, order(inst)) for order in ORDERS.values()]
+    return min(options, key=lambda po: latency(inst, po[0]))
+
+
+def placement_packer(ctx: SearchContext):
+    """ctx.packer, or else the packing module's best compiler heuristic with first-fit
+    (in rectify's priority) as the fallback that tells rectify what to evict."""
+    if ctx.packer is not None:
+        return ctx.packer
+    try:
+        from memplace.solvers.packing import PACKERS
+    except ImportError:
+        return None
+    best = PACKERS.get("best-heuristic")
+    if best is None:
+        return None
+
+    def pack(size, start, end, alignment, capacity, priority):
+        status, offsets, _ = best(size, start, end + 1, np.full(size.size, alignment, np.int64),
+                                  capacity, None)
+        if status == "packed":
+            return offsets
+        return first_fit_packer(size, start, end, alignment, capacity, priority)
+    return pack
 
 
 def offer_valid(ctx: SearchContext, place: np.ndarray, packer=None) -> np.ndarray:
@@ -58,22 +89,25 @@ def offer_valid(ctx: SearchContext, place: np.ndarray, packer=None) -> np.ndarra
 
 @register("milp", "exact MILP (HiGHS): binary per tensor and level, capacity rows on the "
           "maximal live sets; proven bound and gap",
-          params={"gap": 1e-6, "threads": 1, "backend": "auto", "log": False})
-def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, log: bool) -> None:
+          params={"gap": 1e-6, "threads": 1, "backend": "auto", "pack_rounds": 8, "log": False})
+def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, pack_rounds: int,
+               log: bool) -> None:
     check_range("milp", "gap", gap, 0.0, 1.0)
+    check_range("milp", "pack_rounds", pack_rounds, 0)
     check_range("milp", "threads", threads, 1, 256)
     if backend not in BACKENDS:
         raise ParameterError(f"solver 'milp': parameter 'backend'={backend!r} is not one of "
                              f"{', '.join(BACKENDS)}")
     from memplace.solvers.milp_highs import formulate
     inst = ctx.instance
-    warm = warm_start(inst)
+    packer = placement_packer(ctx)
+    warm, warm_offsets = warm_start_with_offsets(inst)
     ctx.count(1)
-    offer_valid(ctx, warm, ctx.packer)
+    ctx.offer(warm, offsets=warm_offsets)
     form = formulate(inst)
     ctx.notes.update({f"model_{k}": v for k, v in form.stats.items()})
     if form.n_binaries == 0:  # nothing to decide: every tensor is best in the slowest level
-        offer_valid(ctx, inst.slowest_placement(), ctx.packer)
+        offer_valid(ctx, inst.slowest_placement(), packer)
         ctx.notes["backend"] = "none (no decisions)"
         _report_bound(ctx, latency(inst, inst.slowest_placement()), gap)
         return
@@ -82,18 +116,47 @@ def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, log: 
     time_limit = None if not math.isfinite(ctx.remaining()) else ctx.remaining() - HIGHS_MARGIN_S
     if time_limit is not None and time_limit <= 0:
         return
-    if chosen == "highspy":
-        values, bound, status = _solve_highspy(ctx, form, warm, gap, threads, time_limit, log)
-    else:
-        values, bound, status = _solve_pyomo(ctx, form, warm, gap, threads, time_limit, log)
+    solve_model = _solve_highspy if chosen == "highspy" else _solve_pyomo
+    values, bound, status = solve_model(ctx, form, warm, gap, threads, time_limit, log)
     ctx.notes["highs_status"] = status
+    moved = False
     if values is not None:
         place = form.placement(values)
         ctx.count(1)
-        final = offer_valid(ctx, place, ctx.packer)
-        if final.tolist() != place.tolist():
+        final = offer_valid(ctx, place, packer)
+        moved = final.tolist() != place.tolist()
+        if moved:
             ctx.notes["moved_by_rectify"] = int((final != place).sum())
     _report_bound(ctx, bound, gap)
+    if moved and inst.has_addressed_levels and not ctx.proven_optimal:
+        _shrink_addressed(ctx, gap, threads, solve_model, pack_rounds, packer, log)
+        _report_bound(ctx, bound, gap)
+
+
+def _shrink_addressed(ctx: SearchContext, gap: float, threads: int, solve_model,
+                      pack_rounds: int, packer, log: bool) -> None:
+    """The capacity-optimal placement could not be packed as it is: solve again with
+    the addressed levels' capacities shrunk (by 3% a round) and offer each packed
+    result, until one packs unchanged. The bound stays the first solve's."""
+    from memplace.solvers.milp_highs import formulate
+    inst = ctx.instance
+    factor = 1.0
+    for r in range(pack_rounds):
+        time_limit = ctx.remaining() - HIGHS_MARGIN_S
+        if ctx.should_stop() or time_limit <= 0:
+            return
+        factor *= 0.97
+        capacity = inst.capacity.copy()
+        capacity[inst.addressed] = np.floor(capacity[inst.addressed] * factor).astype(np.int64)
+        form = formulate(inst, capacity)
+        values, _, _ = solve_model(ctx, form, ctx.best_placement, gap, threads, time_limit, log)
+        ctx.notes["shrink_rounds"] = r + 1
+        if values is None:
+            continue
+        place = form.placement(values)
+        ctx.count(1)
+        if offer_valid(ctx, place, packer).tolist() == place.tolist():
+            return
 
 
 def _report_bound(ctx: SearchContext, bound: float, gap: float) -> None:
@@ -121,7 +184,7 @@ def _solve_highspy(ctx, form, warm, gap, threads, time_limit, log):
             return
         ctx.count(1)
         # Intermediate incumbents are packed with the model's first-fit (cheap); the
-        # final one with ctx.packer.
+        # final one with the strongest packer.
         offer_valid(ctx, form.placement(values), None)
 
     out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed, time_limit=time_limit,
@@ -169,19 +232,19 @@ def pyomo_model(form):
     loads = form.load_levels.tolist()
     m.weight_load = pyo.Var(loads, bounds=(0.0, 1.0))
     m.weights = pyo.Constraint(loads, rule=lambda _, l: m.weight_load[l] >= pyo.quicksum(
-        float(inst.size[w] / inst.capacity[l]) * m.x[w, l] for w in form.weights.tolist()
+        float(inst.size[w] / form.capacity[l]) * m.x[w, l] for w in form.weights.tolist()
         if l in levels_of[w]))
     rows = []
     for l in range(last):
         weight_bytes = sum(int(inst.size[w]) for w in form.weights.tolist() if l in levels_of[w])
         for members in form.cliques:
             inside = [int(t) for t in members if l in levels_of.get(int(t), ())]
-            if inside and int(inst.size[inside].sum()) + weight_bytes > int(inst.capacity[l]):
+            if inside and int(inst.size[inside].sum()) + weight_bytes > int(form.capacity[l]):
                 rows.append((l, inside))
 
     def capacity_row(_, r):
         l, inside = rows[r]
-        used = pyo.quicksum(float(inst.size[t] / inst.capacity[l]) * m.x[t, l] for t in inside)
+        used = pyo.quicksum(float(inst.size[t] / form.capacity[l]) * m.x[t, l] for t in inside)
         return used + (m.weight_load[l] if l in loads else 0.0) <= 1
     m.capacity = pyo.Constraint(range(len(rows)), rule=capacity_row)
     objective = pyo.quicksum(m.time[k] for k in mixed)

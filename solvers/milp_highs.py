@@ -46,6 +46,7 @@ class Formulation:
     """
 
     instance: Instance
+    capacity: np.ndarray  # bytes per level the rows use (the instance's unless shrunk)
     scale: float  # model time units per second
     offset: float  # seconds: constant part of the objective
     var_tensor: np.ndarray  # tensor of each binary column
@@ -111,11 +112,8 @@ class Formulation:
         values[self.n_binaries:n_time] = times[self.mixed_ops] * self.scale
         for j, l in enumerate(self.load_levels.tolist()):
             in_l = self.weights[effective[self.weights] == l]
-            values[n_time + j] = inst.size[in_l].sum() / inst.capacity[l]
+            values[n_time + j] = inst.size[in_l].sum() / self.capacity[l]
         return values
-
-    def objective_seconds(self, model_objective: float) -> float:
-        return model_objective / self.scale
 
 
 def op_times(inst: Instance, placement: np.ndarray) -> np.ndarray:
@@ -163,9 +161,11 @@ def _drop_contained(sets: list[np.ndarray], n: int) -> list[np.ndarray]:
     return [sets[i] for i in keep]
 
 
-def formulate(inst: Instance) -> Formulation:
-    """Build the reduced MILP (see the module docstring)."""
+def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation:
+    """Build the reduced MILP (see the module docstring); `capacity` replaces the
+    instance's capacities (the milp solver shrinks addressed levels with it)."""
     T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
+    capacity = inst.capacity if capacity is None else np.asarray(capacity, np.int64)
     last = L - 1
     at = inst.access_time  # (A, L) seconds
     A = at.shape[0]
@@ -173,7 +173,7 @@ def formulate(inst: Instance) -> Formulation:
     k_of = inst.access_op
 
     # Levels each tensor may use: those it fits in alone (size <= capacity).
-    fits = inst.size[:, None] <= inst.capacity[None, :]  # (T, L)
+    fits = inst.size[:, None] <= capacity[None, :]  # (T, L)
     fits[:, last] = True
     a_fits = fits[t_of]  # (A, L)
     big = np.where(a_fits, at, -np.inf).max(axis=1)
@@ -279,7 +279,7 @@ def formulate(inst: Instance) -> Formulation:
         ok = cols_l >= 0
         rows_i.append(np.full(int(ok.sum()) + 1, n_rows, np.int64))
         cols_i.append(np.concatenate([[load_col[l]], cols_l[ok]]))
-        vals_i.append(np.concatenate([[1.0], -inst.size[free_weights[ok]] / inst.capacity[l]]))
+        vals_i.append(np.concatenate([[1.0], -inst.size[free_weights[ok]] / capacity[l]]))
         row_lower.append(np.array([0.0]))
         row_upper.append(np.array([np.inf]))
         n_rows += 1
@@ -291,7 +291,7 @@ def formulate(inst: Instance) -> Formulation:
     cliques = _drop_contained(cliques, T)
     n_cap = 0
     for l in range(L - 1):
-        cap = int(inst.capacity[l])
+        cap = int(capacity[l])
         weights_l = free_weights[var_index[free_weights, l] >= 0]
         weight_bytes = int(inst.size[weights_l].sum())
         for members in cliques:
@@ -322,7 +322,7 @@ def formulate(inst: Instance) -> Formulation:
     stats = {"binaries": int(nb), "time_columns": int(mixed_ops.size), "rows": int(n_rows),
              "capacity_rows": int(n_cap), "cliques": len(cliques), "fixed_tensors": int(fixed.size),
              "nonzeros": int(vals.size)}
-    return Formulation(inst, scale, offset, var_tensor, var_level, var_index, fixed,
+    return Formulation(inst, capacity, scale, offset, var_tensor, var_level, var_index, fixed,
                        compute_ops, memory_ops, mixed_ops, base, cliques, free_weights,
                        load_levels, cost, col_lower,
                        col_upper, integrality, np.concatenate(row_lower), np.concatenate(row_upper),
