@@ -34,10 +34,11 @@ import time
 
 import numpy as np
 
-from memplace.model import Instance, latency, rectify, rectify_capacity
+from memplace.model import (Instance, capacity_ok, latency, move_delta, rectify,
+                            rectify_capacity)
 from memplace.solvers.base import SearchContext, check_range, register
-from memplace.solvers.sa_kernels import (anneal_kernel, build_state, sample_uphill_kernel,
-                                         tree_leaves)
+from memplace.solvers.sa_kernels import (anneal_kernel, anneal_penalty_kernel, build_state,
+                                         polish_kernel, sample_uphill_kernel, tree_leaves)
 
 MOVES_WITHOUT_LIMIT = 20_000_000  # total budget when neither `moves` nor a time limit is given
 UPHILL_SAMPLES = 2000
@@ -47,8 +48,12 @@ class Annealer:
     """One search state: placement, tracked latency, temperature, capacity bookkeeping,
     and the best placement seen since the last `reset`."""
 
-    def __init__(self, instance: Instance, placement: np.ndarray):
+    def __init__(self, instance: Instance, placement: np.ndarray, penalty: bool = False,
+                 lam: float = 0.0, lam_up: float = 1.0002, lam_down: float = 0.99998):
         self.inst = instance
+        self.penalty = penalty
+        self.lam = (lam_up, lam_down, lam * 1e-3, lam * 1e3)
+        self.lam0 = lam
         self.leaves = tree_leaves(instance.n_ops)
         self.stats = np.zeros(4, np.int64)  # moves, infeasible, accepted, improved best
         self.kernel_s = 0.0
@@ -61,7 +66,8 @@ class Annealer:
          self.tree_add) = build_state(self.place, i.size, i.start, i.end, i.is_weight,
                                       i.n_levels, i.n_ops, self.leaves)
         lat = latency(i, self.place)
-        self.state = np.array([lat, 0.0, lat])  # latency, temperature, best latency
+        # latency, temperature, best (valid) latency, penalty weight (seconds per byte)
+        self.state = np.array([lat, 0.0, lat, self.lam0])
         self.best_place = self.place.copy()
 
     @property
@@ -74,17 +80,26 @@ class Annealer:
         return float(self.state[2])
 
     def run(self, n_moves: int, temperature: float, alpha: float, swap_fraction: float,
-            seed: int) -> None:
+            seed: int, pair_fraction: float = 0.0) -> None:
         """n_moves moves from `temperature`, multiplied by `alpha` before each move."""
         i = self.inst
         self.state[1] = temperature
         t = time.perf_counter()
-        anneal_kernel(self.place, self.state, self.best_place, self.weight_bytes,
-                      self.act_load, self.tree_max, self.tree_add, self.leaves, n_moves,
-                      alpha, swap_fraction, seed, self.stats,
-                      i.compute, i.op_ptr, i.op_tensor, i.access_time, i.tensor_ptr,
-                      i.tensor_access, i.access_op, i.size, i.start, i.end, i.is_weight,
-                      i.capacity)
+        if self.penalty:
+            anneal_penalty_kernel(self.place, self.state, self.best_place, self.weight_bytes,
+                                  self.act_load, self.tree_max, self.tree_add, self.leaves,
+                                  n_moves, alpha, swap_fraction, pair_fraction, seed, *self.lam,
+                                  self.stats,
+                                  i.compute, i.op_ptr, i.op_tensor, i.access_time,
+                                  i.tensor_ptr, i.tensor_access, i.access_op, i.size,
+                                  i.start, i.end, i.is_weight, i.capacity)
+        else:
+            anneal_kernel(self.place, self.state, self.best_place, self.weight_bytes,
+                          self.act_load, self.tree_max, self.tree_add, self.leaves, n_moves,
+                          alpha, swap_fraction, seed, self.stats,
+                          i.compute, i.op_ptr, i.op_tensor, i.access_time, i.tensor_ptr,
+                          i.tensor_access, i.access_op, i.size, i.start, i.end, i.is_weight,
+                          i.capacity)
         self.kernel_s += time.perf_counter() - t
 
     def resync(self) -> None:
@@ -100,6 +115,30 @@ class Annealer:
                                     i.op_tensor, i.access_time, i.tensor_ptr, i.tensor_access,
                                     i.access_op, i.size, i.start, i.end, i.is_weight,
                                     i.capacity)
+
+
+def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50) -> tuple[np.ndarray, float]:
+    """The placement after a local search over single moves and swaps (valid in, valid
+    out), and its exact latency."""
+    place = np.array(placement, np.int64, copy=True)
+    leaves = tree_leaves(inst.n_ops)
+    state = build_state(place, inst.size, inst.start, inst.end, inst.is_weight, inst.n_levels,
+                        inst.n_ops, leaves)
+    threshold = 1e-12 * latency(inst, place)
+    polish_kernel(place, *state, leaves, threshold, max_passes, inst.compute, inst.op_ptr,
+                  inst.op_tensor, inst.access_time, inst.tensor_ptr, inst.tensor_access,
+                  inst.access_op, inst.size, inst.start, inst.end, inst.is_weight, inst.capacity)
+    return place, latency(inst, place)
+
+
+def byte_value(inst: Instance) -> float:
+    """Median latency saved per byte by moving one tensor from the slowest placement to
+    the fastest level: the scale of the capacity penalty (seconds per overflowing byte)."""
+    slow = inst.slowest_placement()
+    gain = np.array([-move_delta(inst, slow, t, 0) for t in range(inst.n_tensors)])
+    density = gain / inst.size
+    positive = density[density > 0]
+    return float(np.median(positive)) if positive.size else 1e-18
 
 
 def start_temperature(uphill: np.ndarray, accept: float) -> float | None:
@@ -137,10 +176,12 @@ def _offer(ctx: SearchContext, place: np.ndarray, lat: float, packer=None) -> No
 
 @register("sa", "simulated annealing: level moves and swaps on the exact delta, feasible "
           "throughout, calibrated geometric cooling, restarts from the best",
-          params={"moves": 0, "restarts": 4, "t0_accept": 0.3, "t_final": 1e-6,
-                  "swap_fraction": 0.3, "reheat": 0.3, "chunk": 200_000})
+          params={"moves": 0, "restarts": 4, "t0_accept": 0.1, "t_final": 1e-6,
+                  "swap_fraction": 0.3, "reheat": 0.3, "chunk": 200_000, "penalty": True,
+                  "pair_fraction": 0.5})
 def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_final: float,
-             swap_fraction: float, reheat: float, chunk: int) -> None:
+             swap_fraction: float, reheat: float, chunk: int, penalty: bool,
+             pair_fraction: float) -> None:
     check_range("sa", "moves", moves, 0)
     check_range("sa", "restarts", restarts, 1)
     check_range("sa", "t0_accept", t0_accept, 1e-6, 1 - 1e-6)
@@ -148,6 +189,7 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
     check_range("sa", "swap_fraction", swap_fraction, 0.0, 1.0)
     check_range("sa", "reheat", reheat, 1e-6, 10.0)
     check_range("sa", "chunk", chunk, 1)
+    check_range("sa", "pair_fraction", pair_fraction, 0.0, 1.0)
     inst = ctx.instance
 
     seeds = seed_placements(inst)
@@ -159,7 +201,7 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
     best_place, best_lat = seeds[start].copy(), lats[start]
     ctx.notes["sa_start"] = start
 
-    ann = Annealer(inst, best_place)
+    ann = Annealer(inst, best_place, penalty=penalty, lam=byte_value(inst) if penalty else 0.0)
     uphill = ann.sample_uphill(UPHILL_SAMPLES, swap_fraction, _draw(ctx))
     t_end = t_final * best_lat
     t0 = start_temperature(uphill, t0_accept) or t_end
@@ -204,7 +246,7 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
             temperature = temp0 * ratio ** (done / planned)
             alpha = ratio ** (1.0 / planned)
             before = ann.kernel_s
-            ann.run(n, temperature, alpha, swap_fraction, _draw(ctx))
+            ann.run(n, temperature, alpha, swap_fraction, _draw(ctx), pair_fraction)
             spent = ann.kernel_s - before
             if spent > 0:
                 rate = n / spent
@@ -215,6 +257,20 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
                 best_lat = ann.best_latency
                 best_place = ann.best_place.copy()
                 _offer(ctx, best_place, best_lat)
+            if penalty and ann.latency < best_lat and not capacity_ok(inst, ann.place):
+                fixed = rectify_capacity(inst, ann.place)  # an overflowing state, repaired
+                fixed_lat = latency(inst, fixed)
+                ctx.count(1)
+                if fixed_lat < best_lat:
+                    best_lat, best_place = fixed_lat, fixed
+                    _offer(ctx, best_place, best_lat)
+        if ctx.should_stop() and time.perf_counter() > ctx.deadline + 0.05:
+            break
+        polished, polished_lat = polish(inst, best_place)
+        ctx.count(1)
+        if polished_lat < best_lat:
+            best_lat, best_place = polished_lat, polished
+            _offer(ctx, best_place, best_lat)
     if inst.has_addressed_levels and ctx.packer is not None and not ctx.should_stop():
         _offer(ctx, best_place, best_lat, packer=ctx.packer)
     moved = int(ann.stats[0])

@@ -294,3 +294,190 @@ def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, ac
             m += 1
     return out[:m]
 
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _overflow(l, weight_bytes, tree_max, capacity):
+    """Bytes by which level l's peak load exceeds its capacity (0 when it fits)."""
+    v = weight_bytes[l] + tree_max[l, 1] - capacity[l]
+    return v if v > 0 else 0
+
+
+@njit(cache=True, nogil=True)
+def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max,
+                          tree_add, leaves, n_moves, alpha, swap_fraction, pair_fraction, seed,
+                          lam_up, lam_down, lam_min, lam_max, stats,
+                          compute, op_ptr, op_tensor, access_time, tensor_ptr, tensor_access,
+                          access_op, size, start, end, is_weight, capacity):
+    """`n_moves` Metropolis moves on latency + lam x (sum over levels of peak overflow bytes).
+
+    Moves: with probability `swap_fraction` a swap (t1 on level a <-> t2 on level b),
+    of which a fraction `pair_fraction` swaps t1 against two tensors t2, t3 of level b
+    (one big tensor out, two smaller in); otherwise one tensor to another level.
+    Placements may overflow; `best_place` receives only capacity-valid ones.
+    state_f = [latency, temperature, best valid latency, lam]. After every move lam is
+    multiplied by `lam_up` if the placement overflows, else by `lam_down` (clamped to
+    [lam_min, lam_max]), so the search hovers at the capacity boundary and can cross
+    infeasible ground. stats += [moves, infeasible states, accepted, improved best].
+    """
+    np.random.seed(seed)
+    n_tensors = place.shape[0]
+    n_levels = capacity.shape[0]
+    lat = state_f[0]
+    temp = state_f[1]
+    best = state_f[2]
+    lam = state_f[3]
+    over = np.empty(n_levels, np.int64)
+    total_over = 0
+    for l in range(n_levels):
+        over[l] = _overflow(l, weight_bytes, tree_max, capacity)
+        total_over += over[l]
+    mt = np.empty(3, np.int64)  # the tensors a move changes, and their new levels
+    mto = np.empty(3, np.int64)
+    infeasible = 0
+    accepted = 0
+    improved = 0
+    for _ in range(n_moves):
+        temp *= alpha
+        t1 = np.random.randint(0, n_tensors)
+        a = place[t1]
+        m = 1
+        mt[0] = t1
+        if np.random.random() < swap_fraction:
+            pair = np.random.random() < pair_fraction
+            for _try in range(8):
+                u = np.random.randint(0, n_tensors)
+                if place[u] != a:
+                    mt[1] = u
+                    m = 2
+                    break
+            if m == 2 and pair:
+                for _try in range(8):
+                    u = np.random.randint(0, n_tensors)
+                    if place[u] == place[mt[1]] and u != mt[1]:
+                        mt[2] = u
+                        m = 3
+                        break
+        if m == 1:
+            b = np.random.randint(0, n_levels - 1)
+            if b >= a:
+                b += 1
+        else:
+            b = place[mt[1]]
+        mto[0] = b
+        for i in range(1, m):
+            mto[i] = a
+        delta = 0.0
+        for i in range(m):
+            t = mt[i]
+            frm = place[t]
+            shift_load(t, frm, -size[t], weight_bytes, act_load, tree_max, tree_add, leaves,
+                       start, end, is_weight)
+            shift_load(t, mto[i], size[t], weight_bytes, act_load, tree_max, tree_add, leaves,
+                       start, end, is_weight)
+            delta += move_delta_kernel(place, t, mto[i], compute, op_ptr, op_tensor,
+                                       access_time, tensor_ptr, tensor_access, access_op)
+            place[t] = mto[i]
+        over_a = _overflow(a, weight_bytes, tree_max, capacity)
+        over_b = _overflow(b, weight_bytes, tree_max, capacity)
+        d_over = over_a - over[a] + over_b - over[b]
+        energy = delta + lam * d_over
+        if energy <= 0.0 or np.random.random() < math.exp(-energy / temp):
+            over[a] = over_a
+            over[b] = over_b
+            total_over += d_over
+            lat += delta
+            accepted += 1
+            if total_over == 0 and lat < best:
+                best = lat
+                best_place[:] = place
+                improved += 1
+        else:
+            for i in range(m - 1, -1, -1):
+                t = mt[i]
+                frm = b if i > 0 else a
+                place[t] = frm
+                shift_load(t, mto[i], -size[t], weight_bytes, act_load, tree_max, tree_add,
+                           leaves, start, end, is_weight)
+                shift_load(t, frm, size[t], weight_bytes, act_load, tree_max, tree_add,
+                           leaves, start, end, is_weight)
+        if total_over > 0:
+            infeasible += 1
+            lam *= lam_up
+            if lam > lam_max:
+                lam = lam_max
+        else:
+            lam *= lam_down
+            if lam < lam_min:
+                lam = lam_min
+    state_f[0] = lat
+    state_f[1] = temp
+    state_f[2] = best
+    state_f[3] = lam
+    stats[0] += n_moves
+    stats[1] += infeasible
+    stats[2] += accepted
+    stats[3] += improved
+
+
+@njit(cache=True, nogil=True)
+def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, threshold,
+                  max_passes, compute, op_ptr, op_tensor, access_time, tensor_ptr,
+                  tensor_access, access_op, size, start, end, is_weight, capacity):
+    """Local search on a capacity-valid placement (changed in place, kept valid): apply
+    every single move and every swap that lowers the latency by more than `threshold`,
+    in index order, until a pass finds none (or `max_passes`). Returns the latency change."""
+    n_tensors = place.shape[0]
+    n_levels = capacity.shape[0]
+    total = 0.0
+    for _pass in range(max_passes):
+        improved = False
+        for t in range(n_tensors):
+            for b in range(n_levels):
+                a = place[t]
+                if b == a or not _single_fits(t, b, weight_bytes, act_load, tree_max, capacity,
+                                              size, start, end, is_weight):
+                    continue
+                d = move_delta_kernel(place, t, b, compute, op_ptr, op_tensor, access_time,
+                                      tensor_ptr, tensor_access, access_op)
+                if d < -threshold:
+                    place[t] = b
+                    shift_load(t, a, -size[t], weight_bytes, act_load, tree_max, tree_add,
+                               leaves, start, end, is_weight)
+                    shift_load(t, b, size[t], weight_bytes, act_load, tree_max, tree_add,
+                               leaves, start, end, is_weight)
+                    total += d
+                    improved = True
+        for t1 in range(n_tensors):
+            for t2 in range(t1 + 1, n_tensors):
+                a = place[t1]
+                b = place[t2]
+                if a == b:
+                    continue
+                if not (_swap_fits(a, t1, t2, weight_bytes, act_load, tree_max, tree_add,
+                                   leaves, capacity, size, start, end, is_weight)
+                        and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
+                                       leaves, capacity, size, start, end, is_weight)):
+                    continue
+                d1 = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
+                                       tensor_ptr, tensor_access, access_op)
+                place[t1] = b
+                d = d1 + move_delta_kernel(place, t2, a, compute, op_ptr, op_tensor,
+                                           access_time, tensor_ptr, tensor_access, access_op)
+                if d < -threshold:
+                    place[t2] = a
+                    shift_load(t1, a, -size[t1], weight_bytes, act_load, tree_max, tree_add,
+                               leaves, start, end, is_weight)
+                    shift_load(t2, b, -size[t2], weight_bytes, act_load, tree_max, tree_add,
+                               leaves, start, end, is_weight)
+                    shift_load(t2, a, size[t2], weight_bytes, act_load, tree_max, tree_add,
+                               leaves, start, end, is_weight)
+                    shift_load(t1, b, size[t1], weight_bytes, act_load, tree_max, tree_add,
+                               leaves, start, end, is_weight)
+                    total += d
+                    improved = True
+                else:
+                    place[t1] = a
+        if not improved:
+            break
+    return total

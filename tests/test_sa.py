@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from memplace.model import (Instance, capacity_ok, latency, latency_batch, load_profile,
                             placement_errors)
 from memplace.solvers import ParameterError, solve
-from memplace.solvers.sa import Annealer, start_temperature
+from memplace.solvers.sa import Annealer, byte_value, polish, start_temperature
 from memplace.solvers.sa_kernels import _tree_range_add, tree_leaves
 from randominst import random_instance_dict
 
@@ -51,16 +51,18 @@ def test_sa_reaches_the_brute_force_optimum_on_twelve_tensors():
 
 
 @FAST
-@given(seed=st.integers(0, 10_000), n_tensors=st.integers(2, 9), n_levels=st.integers(2, 3))
-def test_annealing_from_the_slowest_placement_finds_the_optimum(seed, n_tensors, n_levels):
+@given(seed=st.integers(0, 10_000), n_tensors=st.integers(2, 9), n_levels=st.integers(2, 3),
+       penalty=st.booleans())
+def test_annealing_from_the_slowest_placement_finds_the_optimum(seed, n_tensors, n_levels,
+                                                               penalty):
     inst = Instance.from_dict(random_instance_dict(seed, n_ops=6, n_tensors=n_tensors,
                                                    n_levels=n_levels, tight=0.5))
     best = brute_force_optimum(inst)
-    ann = Annealer(inst, inst.slowest_placement())
+    ann = Annealer(inst, inst.slowest_placement(), penalty=penalty, lam=byte_value(inst))
     lat = ann.latency
     scale = max(lat - best, lat * 1e-3)  # geometric cooling over 60k moves, no heuristic seed
     t0, t_end = scale, scale * 1e-6
-    ann.run(60_000, t0, (t_end / t0) ** (1 / 60_000), 0.3, seed)
+    ann.run(60_000, t0, (t_end / t0) ** (1 / 60_000), 0.3, seed, pair_fraction=0.3)
     ann.resync()
     assert ann.best_latency == pytest.approx(best, rel=1e-12, abs=0)
     assert capacity_ok(inst, ann.best_place)
@@ -88,31 +90,37 @@ def test_same_seed_same_placement_and_trace():
 
 
 @FAST
-@given(seed=st.integers(0, 10_000), swap_fraction=st.sampled_from([0.0, 0.5, 0.9]))
-def test_tracked_latency_and_loads_match_a_full_evaluation(seed, swap_fraction):
+@given(seed=st.integers(0, 10_000), swap_fraction=st.sampled_from([0.0, 0.5, 0.9]),
+       penalty=st.booleans())
+def test_tracked_latency_and_loads_match_a_full_evaluation(seed, swap_fraction, penalty):
     inst = Instance.from_dict(random_instance_dict(seed, n_ops=9, n_tensors=12, n_levels=3,
                                                    tight=0.4))
     rng = np.random.default_rng(seed)
-    ann = Annealer(inst, random_valid_placement(inst, rng))
-    ann.run(3_000, ann.latency * 0.05, 1.0, swap_fraction, seed)  # hot: many accepted moves
-    assert ann.stats[2] > 0
+    ann = Annealer(inst, random_valid_placement(inst, rng), penalty=penalty,
+                   lam=byte_value(inst) * 0.01)  # a weak penalty: overflowing states visited
+    ann.run(3_000, ann.latency * 0.05, 1.0, swap_fraction, seed, pair_fraction=0.5)
+    assert ann.stats[2] > 0  # hot: many accepted moves
     assert ann.latency == pytest.approx(latency(inst, ann.place), rel=1e-9, abs=1e-18)
     assert ann.best_latency == pytest.approx(latency(inst, ann.best_place), rel=1e-9, abs=1e-18)
-    assert capacity_ok(inst, ann.place) and capacity_ok(inst, ann.best_place)
+    assert capacity_ok(inst, ann.best_place)
+    assert capacity_ok(inst, ann.place) or penalty
     load = load_profile(inst, ann.place)
     assert (ann.weight_bytes[:, None] + ann.act_load == load).all()
     assert ann.tree_max[:, 1].tolist() == ann.act_load.max(axis=1).tolist()
 
 
-def test_bookkeeping_stays_exact_over_a_million_moves_on_resnet50():
+@pytest.mark.parametrize("penalty", [False, True])
+def test_bookkeeping_stays_exact_over_a_million_moves_on_resnet50(penalty):
     from memplace import instances
     inst = instances.load("resnet50@nnpi")
-    ann = Annealer(inst, inst.slowest_placement())
-    ann.run(1_000_000, ann.latency * 1e-3, 0.999995, 0.3, 1)
+    ann = Annealer(inst, inst.slowest_placement(), penalty=penalty, lam=byte_value(inst))
+    ann.run(1_000_000, ann.latency * 1e-3, 0.999995, 0.3, 1, pair_fraction=0.5)
     assert ann.stats[2] > 10_000
     assert ann.latency == pytest.approx(latency(inst, ann.place), rel=1e-9)
-    assert capacity_ok(inst, ann.place)
+    assert ann.best_latency == pytest.approx(latency(inst, ann.best_place), rel=1e-9)
+    assert capacity_ok(inst, ann.best_place)
     assert (ann.weight_bytes[:, None] + ann.act_load == load_profile(inst, ann.place)).all()
+    assert ann.tree_max[:, 1].tolist() == ann.act_load.max(axis=1).tolist()
 
 
 @settings(max_examples=50, deadline=None)
@@ -131,6 +139,27 @@ def test_tree_root_is_the_maximum_after_range_adds(n_ops, data):
         assert tree_max[0, 1] == max(flat.max(), 0 if n_ops < leaves else flat.max())
 
 
+@FAST
+@given(seed=st.integers(0, 10_000))
+def test_polish_keeps_validity_and_never_worsens(seed):
+    inst = Instance.from_dict(random_instance_dict(seed, n_ops=8, n_tensors=12, n_levels=3,
+                                                   tight=0.4))
+    start = random_valid_placement(inst, np.random.default_rng(seed))
+    place, lat = polish(inst, start)
+    assert capacity_ok(inst, place)
+    assert lat == latency(inst, place) <= latency(inst, start)
+
+
+def test_sa_finds_the_one_out_two_in_exchange_on_resnet101():
+    """The optimum trades 589824-byte weights in LLC for pairs of 262144-byte ones:
+    reachable only through pair swaps or overflowing states."""
+    from memplace import instances
+    inst = instances.load("resnet101@nnpi")
+    compiler = solve(inst, "compiler").latency
+    res = solve(inst, "sa", time_limit=120, seed=0, moves=2_000_000, restarts=1)
+    assert res.latency < compiler * 0.99
+
+
 def test_start_temperature_accepts_the_asked_fraction_of_uphill_moves():
     uphill = np.array([1e-9, 3e-8, 2e-7, 5e-7, 4e-6])
     t0 = start_temperature(uphill, 0.3)
@@ -146,7 +175,7 @@ def test_sa_beats_or_matches_the_compiler_heuristic():
     assert res.latency < compiler * 0.995  # the heuristic leaves more than 0.5% on resnet50
 
 
-@pytest.mark.parametrize("key,value", [("swap_fraction", 1.5), ("restarts", 0),
+@pytest.mark.parametrize("key,value", [("swap_fraction", 1.5), ("restarts", 0), ("pair_fraction", -0.1),
                                        ("t0_accept", 1.0), ("moves", -1)])
 def test_out_of_range_parameters_are_named(key, value):
     inst = Instance.from_dict(random_instance_dict(1))
