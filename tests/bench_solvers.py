@@ -23,6 +23,8 @@ HERE = Path(__file__).resolve()
 @register("test-steps", "test only: `steps` random rectified placements, best kept, after "
           "`pause` seconds", params={"steps": 5, "pause": 0.0})
 def solve_steps(ctx, steps: int, pause: float) -> None:
+    import numba
+    ctx.notes["numba_threads"] = numba.config.NUMBA_NUM_THREADS  # the harness sets 1
     time.sleep(pause)
     inst = ctx.instance
     ctx.count(1)

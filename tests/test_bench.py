@@ -113,6 +113,8 @@ def test_plan_runs_end_to_end_with_deterministic_solvers_once(batch):
     for record in records:
         assert set(record) == set(FIELDS)
         assert record["status"] == "feasible" and record["error"] is None
+        if record["solver"] == "test-steps":  # one Numba thread per worker
+            assert record["notes"] == {"numba_threads": 1}
         inst = Instance.from_file(record["instance_source"])
         assert record["instance_sha256"] == instance_sha256(inst)
         assert len(record["placement"]) == inst.n_tensors
