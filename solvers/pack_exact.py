@@ -116,12 +116,25 @@ def _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross, fl
 
 
 @njit(cache=True, nogil=True)
-def _next_candidate(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, capacity,
-                    slo, shi, lim):
-    """The unplaced buffer of scope [slo, shi) with the smallest (floor, rank) key above lim."""
+def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, floor,
+                remaining, capacity, slo, shi, threshold, out, prio, late, valley_first):
+    """Fill `out` with the buffers that may come next in scope [slo, shi): key above
+    `threshold`, in the order to try them; returns how many.
+
+    Lowest offset first. Among the lowest, a buffer that spans its whole *valley*
+    (the run of sections, not yet finished, whose floor is no higher than its offset)
+    goes first when `valley_first`: it leaves no fragment beside it. Then by rank.
+    """
     n = sizes.size
-    best_key = np.int64(-1)
-    best = -1
+    # a buffer placed above `high` raises the watermark past the slack of some section:
+    # almost always dead, so such buffers are tried last and left unsorted
+    high = capacity
+    for s in range(slo, shi):
+        if remaining[s] > 0 and capacity - remaining[s] < high:
+            high = capacity - remaining[s]
+    m = capacity + 1
+    k = 0
+    nlate = 0
     for c in range(n):
         if placed[c] or sec_lo[c] < slo or sec_hi[c] > shi:
             continue
@@ -129,23 +142,51 @@ def _next_candidate(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxflo
         if tp >= 0 and not placed[tp]:
             continue
         o = _round_up(maxfloor[c], alignments[c])
-        if o + sizes[c] > capacity:
+        if o + sizes[c] > capacity or o * n + c <= threshold:
             continue
-        key = o * n + c
-        if key > lim and (best < 0 or key < best_key):
-            best_key = key
-            best = c
-    return best
+        if o > high:
+            nlate += 1
+            late[n - nlate] = c
+            continue
+        out[k] = c
+        k += 1
+        if o < m:
+            m = o
+    for j in range(k):
+        c = out[j]
+        o = _round_up(maxfloor[c], alignments[c])
+        fit = n
+        if o == m and valley_first:
+            lo = sec_lo[c]
+            hi = sec_hi[c]
+            if (lo == slo or floor[lo - 1] > o or remaining[lo - 1] == 0) and \
+                    (hi == shi or floor[hi] > o or remaining[hi] == 0):
+                fit = 0
+        prio[j] = (o * 2 + (1 if fit else 0)) * n + c
+    # insertion sort by priority
+    for j in range(1, k):
+        v = prio[j]
+        c = out[j]
+        i = j
+        while i > 0 and prio[i - 1] > v:
+            prio[i] = prio[i - 1]
+            out[i] = out[i - 1]
+            i -= 1
+        prio[i] = v
+        out[i] = c
+    for j in range(nlate):
+        out[k + j] = late[n - 1 - j]
+    return k + nlate
 
 
 @njit(cache=True, nogil=True)
 def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members,
-           twin_prev, capacity, node_limit, deadline, offsets):
+           twin_prev, capacity, valley_first, node_limit, deadline, offsets):
     """Depth-first search over canonical packings of buffers ranked by index.
 
     Fills `offsets` and returns (status, nodes): PACKED, INFEASIBLE (search space
     exhausted), NODE_LIMIT or TIME_LIMIT (`deadline` in perf_counter seconds,
-    negative for none).
+    negative for none). `valley_first` picks the trial order of `_candidates`.
 
     Each depth works inside a *scope*, an interval of sections. When the unplaced
     buffers of a scope fall apart into time-disjoint groups, the depth keeps the
@@ -173,7 +214,12 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     mf_trail_idx = np.empty(adj.size + 1, np.int64)
     mf_trail_val = np.empty(adj.size + 1, np.int64)
     chosen = np.empty(n + 1, np.int64)
-    tried = np.empty(n + 1, np.int64)      # last (offset, rank) key tried at each depth
+    tried = np.empty(n + 1, np.int64)      # (offset, rank) key of the placement above each depth
+    cand = np.empty((n + 1, n), np.int64)  # candidates of each depth, in trial order
+    ncand = np.zeros(n + 1, np.int64)
+    next_cand = np.zeros(n + 1, np.int64)
+    prio = np.empty(n, np.int64)
+    late = np.empty(n, np.int64)
     floor_top = np.zeros(n + 2, np.int64)  # trail sizes at entry of each depth
     mf_top = np.zeros(n + 2, np.int64)
     scope_lo = np.empty(n + 1, np.int64)
@@ -261,9 +307,15 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
             else:
                 scope_lo[depth] = comp_lo[0]
                 scope_hi[depth] = comp_hi[0]
-        # next candidate at this depth: smallest (floor, rank) key above the last tried one
-        best = _next_candidate(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor,
-                               capacity, scope_lo[depth], scope_hi[depth], tried[depth])
+            ncand[depth] = _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed,
+                                       maxfloor, floor, remaining, capacity, scope_lo[depth],
+                                       scope_hi[depth], tried[depth], cand[depth], prio,
+                                       late, valley_first)
+            next_cand[depth] = 0
+        best = -1
+        if next_cand[depth] < ncand[depth]:
+            best = cand[depth, next_cand[depth]]
+            next_cand[depth] += 1
         slo = scope_lo[depth]
         shi = scope_hi[depth]
         if best < 0:
@@ -279,7 +331,6 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
         b = best
         o = _round_up(maxfloor[b], alignments[b])
         best_key = o * key_base + b
-        tried[depth] = best_key
         nodes += 1
         if nodes > node_limit:
             return NODE_LIMIT, nodes
@@ -350,6 +401,10 @@ def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) ->
     return [np.lexsort(k) for k in keys]
 
 
+# (static order, valley-first trial order) pairs tried in each round of restarts
+CONFIGS = ((0, True), (1, True), (0, False), (1, False), (2, False))
+
+
 def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
     """Groups of buffer indices that no time cut separates (packable independently)."""
     order = np.argsort(lowers, kind="mergesort")
@@ -403,16 +458,16 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
     stays within a constant factor of what the luckiest order needs.
     """
     orders = _static_orders(sizes, lowers, uppers)
-    prepared = []
-    for rank in orders:
-        prepared.append(_prepare(sizes[rank], lowers[rank], uppers[rank], alignments[rank]))
+    prepared = [_prepare(sizes[rank], lowers[rank], uppers[rank], alignments[rank])
+                for rank in orders]
     nodes = 0
     limit = node_limit
     while True:
-        for rank, prep in zip(orders, prepared):
+        for k, valley_first in CONFIGS:
+            rank, prep = orders[k], prepared[k]
             ranked = np.full(sizes.size, -1, np.int64)
             status, used = search(sizes[rank], alignments[rank], *prep, np.int64(capacity),
-                                  np.int64(limit), float(deadline), ranked)
+                                  valley_first, np.int64(limit), float(deadline), ranked)
             nodes += used
             if status in (PACKED, INFEASIBLE, TIME_LIMIT):
                 offsets = np.full(sizes.size, -1, np.int64)
