@@ -178,3 +178,27 @@ def first_fit_offsets_kernel(order, size, start, end, alignment, capacity, offse
             placed[n_placed] = t
             n_placed += 1
     return n_placed
+
+
+@njit(cache=True, nogil=True)
+def first_overlap_kernel(members, offsets, size, start, end):
+    """First pair (i, j) of `members` (sorted by live-range start) that share a live step
+    and an address; (-1, -1) when there is none. Sweep: each tensor is compared only with
+    earlier-starting tensors still live at its start."""
+    m = members.shape[0]
+    active = np.empty(m, np.int64)
+    n_active = 0
+    for i in range(m):
+        t = members[i]
+        kept = 0
+        for j in range(n_active):
+            u = active[j]
+            if end[u] >= start[t]:
+                active[kept] = u
+                kept += 1
+                if offsets[t] < offsets[u] + size[u] and offsets[u] < offsets[t] + size[t]:
+                    return u, t
+        n_active = kept
+        active[n_active] = t
+        n_active += 1
+    return -1, -1

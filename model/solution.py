@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from memplace.model import kernels
 from memplace.model.cost import latency as compute_latency
 from memplace.model.cost import load_profile
 from memplace.model.errors import SolutionError
@@ -143,7 +144,9 @@ def placement_errors(instance: Instance, placement: np.ndarray,
         if not level.addressed:
             continue
         members = np.flatnonzero(placement == l)
-        if members.size and offsets is None:
+        if members.size == 0:
+            continue
+        if offsets is None:
             errors.append(f"level {l} {level.name!r} is addressed but the solution has no offsets")
             continue
         errors += _offset_errors(i, l, members, offsets)
@@ -163,16 +166,12 @@ def _offset_errors(i: Instance, l: int, members: np.ndarray, offsets: np.ndarray
             errors.append(f"{i.tensor_label(t)}: offset {o} + size {i.size[t]} exceeds {level.name!r}'s capacity {level.capacity}")
     if errors:
         return errors
-    # Sweep over live-range starts; compare with the tensors still live.
-    order = sorted(members.tolist(), key=lambda t: (i.start[t], t))
-    active: list[int] = []
-    for t in order:
-        active = [u for u in active if i.end[u] >= i.start[t]]
-        for u in active:
-            if offsets[t] < offsets[u] + i.size[u] and offsets[u] < offsets[t] + i.size[t]:
-                errors.append(f"{i.tensor_label(t)} and {i.tensor_label(u)} are live at the same "
-                              f"step in {level.name!r} and their addresses overlap")
-        active.append(t)
+    # Sweep over live-range starts (Numba); report the first overlapping pair.
+    order = members[np.lexsort((members, i.start[members]))].astype(np.int64)
+    u, t = kernels.first_overlap_kernel(order, offsets, i.size, i.start, i.end)
+    if u >= 0:
+        errors.append(f"{i.tensor_label(int(t))} and {i.tensor_label(int(u))} are live at the same "
+                      f"step in {level.name!r} and their addresses overlap")
     return errors
 
 

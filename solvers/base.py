@@ -262,13 +262,13 @@ def _finish(ctx: SearchContext, name: str, params: dict[str, Any]) -> Result:
         place = inst.slowest_placement()
         ctx.notes["no_incumbent"] = True
         status = "feasible"
-    if inst.has_addressed_levels and (offsets is None or placement_errors(inst, place, offsets)):
+    errors = placement_errors(inst, place, offsets)
+    if inst.has_addressed_levels and (offsets is None or errors):
         fixed = rectify(inst, place, packer=ctx.packer)
         if fixed.placement.tolist() != place.tolist():
             ctx.notes["moved_to_pack"] = int((fixed.placement != place).sum())
-            status = "feasible" if not ctx.proven_optimal else status
         place, offsets = fixed.placement, fixed.offsets
-    errors = placement_errors(inst, place, offsets)
+        errors = placement_errors(inst, place, offsets)
     if errors:
         raise RuntimeError(f"solver {name!r} produced an invalid placement: {errors[0]}")
     lat = latency(inst, place)
