@@ -53,7 +53,7 @@ class Progress:
 @click.command("bench")
 @click.argument("plan_name", metavar="[PLAN]", default="quick")
 @click.option("--out", type=click.Path(file_okay=False), help="output folder [default: results/<plan>/]")
-@click.option("--jobs", type=int, default=None, help="runs at a time [default: number of cores]")
+@click.option("--jobs", type=int, default=None, help="runs at a time (with --dask local: the number of Dask workers) [default: number of cores]")
 @click.option("--resume", is_flag=True, help="continue the batch in --out: skip recorded runs")
 @click.option("--retry-failed", is_flag=True, help="with --resume, also redo runs recorded as failed")
 @click.option("--dask", metavar="ADDRESS|local", help="run on a Dask cluster (`local`: a LocalCluster)")

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from memplace.bench.results import GAP_SHIFT, TARGETS, TIME_SHIFT, Results
 
 Format = Callable[[Any], str]
+TEXT_KEYS = ("instance", "solver")  # left-aligned columns; the rest are numbers
 
 
 def _num(fmt: str, scale: float = 1.0, unit: str = "") -> Format:
@@ -54,13 +55,13 @@ class Table:
     def markdown(self) -> str:
         lines = [f"**{self.caption}**", "",
                  "| " + " | ".join(c.title for c in self.columns) + " |",
-                 "|" + "|".join("---" if i == 0 else "---:" for i in range(len(self.columns))) + "|"]
+                 "|" + "|".join("---" if c.key in TEXT_KEYS else "---:" for c in self.columns) + "|"]
         for row in self.rows:
             lines.append("| " + " | ".join(c.render(v) for c, v in zip(self.columns, row)) + " |")
         return "\n".join(lines) + "\n"
 
     def latex(self) -> str:
-        spec = "l" * 2 + "r" * (len(self.columns) - 2) if len(self.columns) > 2 else "l" * len(self.columns)
+        spec = "".join("l" if c.key in TEXT_KEYS else "r" for c in self.columns)
         lines = [r"\begin{table}", r"\centering", rf"\caption{{{_tex(self.caption)}}}",
                  rf"\label{{tab:{self.name}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
                  " & ".join(_tex(c.title) for c in self.columns) + r" \\", r"\midrule"]

@@ -312,6 +312,16 @@ def test_shipped_plans_load_and_quick_fits_five_minutes_on_two_cores():
     assert len(full.instances) == len(list(builtin_path("vgg16@nnpi").parent.glob("*.json")))
 
 
+def test_instance_patterns_expand_over_builtin_names_in_order_without_repeats(tmp_path):
+    plan = write_plan(tmp_path, instances=["vgg16@*", "vgg16@nnpi", "unet@tpu"],
+                      solvers=["compiler", "x*"], seeds=[0, 1], time_limit=1.0)
+    loaded = load_plan(str(plan))
+    assert loaded.instances == ["vgg16@edge-npu", "vgg16@gpu", "vgg16@nnpi", "vgg16@tpu", "unet@tpu"]
+    assert loaded.solvers == ["compiler", "xla-msa"]
+    assert len(loaded.tasks) == 5 * 2  # both deterministic: one seed each
+    assert loaded.name == "plan"
+
+
 def test_builtin_instance_fingerprint_is_the_sha256_of_its_committed_file():
     path = builtin_path("vgg16@nnpi")
     assert instance_sha256(Instance.from_file(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
