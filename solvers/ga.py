@@ -15,8 +15,12 @@ the global `random` module, which solvers running in parallel threads would
 share), so a seed fixes the result.
 
 The initial population is random, plus (with `seed_heuristics`) one individual
-per compiler heuristic of `memplace.solvers.heuristics`; `hybrid` (egrl.py) is
-where policies keep guiding the search.
+per compiler heuristic of `memplace.solvers.heuristics` and `greedy_seeds`
+randomised greedy fills (noise 0.3). Seeding happens once; `hybrid` (egrl.py) is
+where policies keep guiding the search every generation. Measured on
+resnet101@nnpi (60 s), the GA stalls about 0.8% above the optimum: under the
+canonical repair, the incumbent one run stalled at was a local optimum for every
+pair of gene moves, and the optimum differed from it in 65 genes.
 """
 from __future__ import annotations
 
@@ -213,21 +217,27 @@ def evaluate_invalid(tb: base.Toolbox, individuals: list) -> None:
         ind.fitness.values = fit
 
 
-def heuristic_seeds(inst: Instance) -> list[np.ndarray]:
-    """Placements of the compiler heuristics, for seeding."""
-    from memplace.solvers.heuristics import heuristic_placements
-    return list(heuristic_placements(inst).values())
+def heuristic_seeds(inst: Instance, rng: np.random.Generator, greedy: int,
+                    noise: float = 0.3) -> list[np.ndarray]:
+    """Placements of the compiler heuristics and `greedy` randomised greedy fills."""
+    from memplace.solvers.heuristics import heuristic_placements, randomized_greedy
+    seeds = list(heuristic_placements(inst).values())
+    return seeds + [randomized_greedy(inst, rng, noise) for _ in range(greedy)]
 
 
 # ---------------------------------------------------------------------- the solver
 @register("ga", "DEAP genetic algorithm, rectify as Lamarckian repair, one batch kernel per generation",
           params={"population": 100, "generations": None, "cxpb": 0.7, "mutpb": 0.5,
-                  "indpb": None, "tournament": 3, "elite": 2, "seed_heuristics": True})
+                  "indpb": None, "tournament": 3, "elite": 2, "seed_heuristics": True,
+                  "greedy_seeds": 20})
 def solve_ga(ctx: SearchContext, population: int, generations: int | None, cxpb: float,
              mutpb: float, indpb: float | None, tournament: int, elite: int,
-             seed_heuristics: bool) -> None:
+             seed_heuristics: bool, greedy_seeds: int) -> None:
     """`generations` is the budget (None: until the time limit); `indpb` the per-gene
-    mutation probability (None: 2 / tensors)."""
+    mutation probability (None: 2 / tensors); with `seed_heuristics` the first
+    population holds the heuristics' placements and `greedy_seeds` randomised greedy
+    fills, the rest is uniformly random."""
+    check_range("ga", "greedy_seeds", greedy_seeds, 0)
     check_range("ga", "population", population, 2)
     check_range("ga", "generations", generations, 0)
     check_range("ga", "cxpb", cxpb, 0.0, 1.0)
@@ -244,7 +254,7 @@ def solve_ga(ctx: SearchContext, population: int, generations: int | None, cxpb:
 
     pop = []
     if seed_heuristics:
-        pop = [make_individual(p) for p in heuristic_seeds(inst)][:population]
+        pop = [make_individual(p) for p in heuristic_seeds(inst, ctx.rng, greedy_seeds)][:population]
     pop += tb.population(n=population - len(pop))
     evaluate_invalid(tb, pop)
 

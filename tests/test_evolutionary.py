@@ -158,3 +158,17 @@ def test_a_placement_chromosome_samples_that_placement():
     prior, temp = boltzmann.from_placement(placement, 3, strength=1.0, temperature=0.1)
     drawn = boltzmann.sample(prior[None], temp[None], rng)[0]
     assert (drawn != placement).sum() <= 2  # each tensor leaves with chance 2 e^-10
+
+
+@pytest.mark.parametrize("solver,params", [
+    ("ga", {"population": 30, "generations": 5, "greedy_seeds": 5}),
+    ("hybrid", {"population": 20, "generations": 5}),
+])
+def test_seeded_solvers_never_lose_to_the_heuristics(solver, params):
+    from memplace.solvers.heuristics import heuristic_placements
+    inst = Instance.from_dict(random_instance_dict(13, n_ops=12, n_tensors=40, tight=0.3))
+    best = min(latency(inst, p) for p in heuristic_placements(inst).values())
+    a = solve(inst, solver, time_limit=None, seed=2, **params)
+    b = solve(inst, solver, time_limit=None, seed=2, **params)
+    assert a.latency <= best
+    assert a.placement.tolist() == b.placement.tolist()
