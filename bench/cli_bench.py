@@ -55,7 +55,7 @@ class Progress:
 @click.option("--out", type=click.Path(file_okay=False), help="output folder [default: results/<plan>/]")
 @click.option("--jobs", type=int, default=None, help="runs at a time (with --dask local: the number of Dask workers) [default: number of cores]")
 @click.option("--resume", is_flag=True, help="continue the batch in --out: skip recorded runs")
-@click.option("--retry-failed", is_flag=True, help="with --resume, also redo runs recorded as failed")
+@click.option("--retry-failed", is_flag=True, help="also redo runs recorded as failed (implies --resume)")
 @click.option("--dask", metavar="ADDRESS|local", help="run on a Dask cluster (`local`: a LocalCluster)")
 def bench_command(plan_name: str, out: str | None, jobs: int | None, resume: bool,
                   retry_failed: bool, dask: str | None) -> None:

@@ -91,10 +91,6 @@ class Task:
                 "memory_limit_mb": self.memory_limit_mb,
                 "solver_modules": list(self.solver_modules)}
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Task":
-        return cls(**{**data, "solver_modules": tuple(data["solver_modules"])})
-
 
 def run_key(instance: str, sha256: str, solver: str, params: dict[str, Any], seed: int,
             time_limit: float) -> tuple:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 from memplace.bench.isolation import kill_running, run_forked, run_in_subprocess
 from memplace.bench.plan import Plan, Task
 from memplace.bench.store import RunStore, is_ok, latest_by_key, record_key
+from memplace.bench.worker import failure_record
 from memplace.model.errors import MemplaceError
 
 
@@ -49,9 +50,15 @@ def dask_results(tasks: list[Task], address: str, jobs: int,
     else:
         client = Client(address)
     try:
-        futures = client.map(run, [task.to_dict() for task in tasks], pure=False)
+        dicts = [task.to_dict() for task in tasks]
+        futures = client.map(run, dicts, pure=False)
+        task_of = {future.key: task for future, task in zip(futures, dicts)}
         for future in dask_completed(futures):
-            yield future.result()
+            try:
+                yield future.result()
+            except Exception as exc:  # the Dask worker itself died (KilledWorker, ...)
+                yield failure_record(task_of[future.key], "killed",
+                                     f"Dask worker lost the run: {type(exc).__name__}: {exc}", 0.0)
     finally:
         client.close()
         if cluster is not None:
