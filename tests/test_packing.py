@@ -1,0 +1,299 @@
+"""Offset assignment (issue 5): packers against exhaustive search, the checker, CSV and CLI."""
+from __future__ import annotations
+
+import csv
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memplace.bench.cli import main
+from memplace.model.errors import MemplaceError
+from memplace.solvers.pack_csv import read_buffers
+from memplace.solvers.packing import (PACKERS, Buffer, check_packing, minimize, pack, pack_arrays,
+                                      peak_live_size)
+
+BENCH = Path("/work/shared/benchmarks/minimalloc")
+EXAMPLE = BENCH / "examples" / "input.12.csv"
+EXAMPLE_ROWS = [("b1", 0, 3, 4), ("b2", 3, 9, 4), ("b3", 0, 9, 4), ("b4", 9, 21, 4), ("b5", 0, 21, 4)]
+
+
+# ---------------------------------------------------------------------------
+# Oracles written independently of the package
+
+
+def pairwise_ok(buffers, offsets, capacity) -> bool:
+    """Every rule of spec section 5, checked pair by pair."""
+    for b, o in zip(buffers, offsets):
+        if o < 0 or o % b.alignment or o + b.size > capacity:
+            return False
+    for (a, oa), (b, ob) in itertools.combinations(zip(buffers, offsets), 2):
+        alive_together = a.lower < b.upper and b.lower < a.upper
+        share_address = oa < ob + b.size and ob < oa + a.size
+        if alive_together and share_address and a.size and b.size:
+            return False
+    return True
+
+
+def feasible_by_all_offsets(buffers, capacity) -> bool:
+    """Try every aligned offset of every buffer (backtracking on conflicts): no theory needed."""
+    n = len(buffers)
+    offsets = [0] * n
+
+    def place(i: int) -> bool:
+        if i == n:
+            return True
+        b = buffers[i]
+        for o in range(0, capacity - b.size + 1, b.alignment):
+            offsets[i] = o
+            if all(not (buffers[j].lower < b.upper and b.lower < buffers[j].upper
+                        and offsets[j] < o + b.size and o < offsets[j] + buffers[j].size)
+                   for j in range(i)):
+                if place(i + 1):
+                    return True
+        return False
+
+    return place(0)
+
+
+def feasible_by_permutations(buffers, capacity) -> bool:
+    """Every order, each buffer dropped onto the buffers placed before it that it meets in time.
+
+    Exhaustive because any packing can be lowered until each buffer rests (aligned) on
+    a buffer below it or on 0, and then listing buffers by offset is one of these orders.
+    """
+    for order in itertools.permutations(range(len(buffers))):
+        offsets = {}
+        ok = True
+        for i in order:
+            b = buffers[i]
+            floor = max((offsets[j] + buffers[j].size for j in offsets
+                         if buffers[j].lower < b.upper and b.lower < buffers[j].upper), default=0)
+            o = -(-floor // b.alignment) * b.alignment
+            if o + b.size > capacity:
+                ok = False
+                break
+            offsets[i] = o
+        if ok:
+            return True
+    return False
+
+
+@st.composite
+def instances(draw, max_buffers=7, max_size=6, alignments=(1,)):
+    n = draw(st.integers(1, max_buffers))
+    buffers = []
+    for i in range(n):
+        lower = draw(st.integers(0, 8))
+        upper = draw(st.integers(lower + 1, 10))
+        buffers.append(Buffer(f"t{i}", lower, upper, draw(st.integers(1, max_size)),
+                              draw(st.sampled_from(alignments))))
+    return buffers
+
+
+# ---------------------------------------------------------------------------
+# Exact search against exhaustive search
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(max_buffers=7), st.integers(1, 16))
+def test_exact_agrees_with_exhaustive_search_on_feasibility(buffers, capacity):
+    result = pack(buffers, capacity, method="exact-search")
+    assert result.status in ("packed", "infeasible")
+    assert (result.status == "packed") == feasible_by_permutations(buffers, capacity)
+    if result.status == "packed":
+        assert pairwise_ok(buffers, result.offsets, capacity)
+        assert check_packing(buffers, result.offsets, capacity) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(instances(max_buffers=5, max_size=4, alignments=(1, 2, 3)), st.integers(1, 9))
+def test_permutation_oracle_matches_trying_every_offset(buffers, capacity):
+    """The permutation brute force (used above for 7 buffers) is itself exhaustive."""
+    assert feasible_by_permutations(buffers, capacity) == feasible_by_all_offsets(buffers, capacity)
+
+
+@settings(max_examples=80, deadline=None)
+@given(instances(max_buffers=6, max_size=5, alignments=(1, 2, 4)), st.integers(1, 14))
+def test_exact_with_alignment_agrees_with_every_offset_search(buffers, capacity):
+    result = pack(buffers, capacity, method="exact")
+    assert (result.status == "packed") == feasible_by_all_offsets(buffers, capacity)
+    if result.status == "packed":
+        assert all(o % b.alignment == 0 for b, o in zip(buffers, result.offsets))
+        assert pairwise_ok(buffers, result.offsets, capacity)
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances(max_buffers=6))
+def test_minimize_finds_the_smallest_capacity_that_packs(buffers):
+    result, lower = minimize(buffers)
+    optimum = next(c for c in itertools.count(max(1, peak_live_size(buffers)))
+                   if feasible_by_permutations(buffers, c))
+    assert result.status == "packed"
+    assert result.height == optimum
+    assert lower == optimum  # exhausted below the optimum, so the bound is tight
+    assert pairwise_ok(buffers, result.offsets, result.height)
+
+
+# ---------------------------------------------------------------------------
+# Every packer's answers are valid
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances(max_buffers=12, max_size=9, alignments=(1, 2, 4)), st.integers(4, 40))
+def test_every_method_returns_valid_packings(buffers, capacity):
+    for method in PACKERS:
+        result = pack(buffers, capacity, method=method)
+        placed = result.offsets >= 0
+        assert result.status in ("packed", "infeasible", "timeout", "failed")
+        assert (result.status == "packed") == bool(placed.all())
+        part = [b for b, p in zip(buffers, placed) if p]
+        assert pairwise_ok(part, result.offsets[placed], capacity), method
+        assert check_packing(part, result.offsets[placed], capacity) == [], method
+
+
+def test_check_packing_names_overlapping_buffers():
+    buffers = [Buffer("x", 0, 4, 3), Buffer("y", 2, 6, 3), Buffer("z", 4, 8, 3)]
+    assert check_packing(buffers, [0, 3, 0], 6) == []
+    problems = check_packing(buffers, [0, 2, 0], 6)  # y now meets both x and z
+    assert len(problems) == 2
+    assert "'x'" in problems[0] and "'y'" in problems[0]
+    assert "'y'" in problems[1] and "'z'" in problems[1]
+    assert any("beyond capacity" in p for p in check_packing(buffers, [0, 3, 4], 6))
+    assert any("alignment" in p for p in check_packing([Buffer("a", 0, 1, 1, 4)], [2], 8))
+
+
+def test_alignment_is_respected_even_when_it_costs_height():
+    buffers = [Buffer("a", 0, 2, 3, alignment=2), Buffer("b", 0, 2, 3, alignment=2)]
+    assert peak_live_size(buffers) == 6
+    assert pack(buffers, 6, method="exact").status == "infeasible"  # the upper one cannot start at 3
+    result = pack(buffers, 7, method="exact")
+    assert result.status == "packed" and sorted(result.offsets) == [0, 4]
+    result, lower = minimize(buffers)
+    assert result.height == 7 and lower == 7
+
+
+# ---------------------------------------------------------------------------
+# The MiniMalloc example and benchmark
+
+
+def test_example_packs_at_12_and_is_infeasible_at_11():
+    buffers = read_buffers(EXAMPLE).buffers
+    assert [(b.id, b.lower, b.upper, b.size) for b in buffers] == EXAMPLE_ROWS
+    assert peak_live_size(buffers) == 12  # so 12 is optimal, 11 cannot pack
+    result = pack(buffers, 12, method="exact-search")
+    assert result.status == "packed" and result.height == 12
+    assert pairwise_ok(buffers, result.offsets, 12)
+    assert pack(buffers, 11, method="exact-search").status == "infeasible"
+
+
+def test_a_challenging_benchmark_instance_packs_validly():
+    path = BENCH / "challenging" / "F.1048576.csv"
+    if not path.exists():
+        pytest.skip("MiniMalloc benchmarks not present")
+    buffers = read_buffers(path).buffers
+    result = pack(buffers, 1048576, method="exact", time_limit=60)
+    assert result.status == "packed"
+    assert check_packing(buffers, result.offsets, 1048576) == []
+    assert pairwise_ok(buffers, result.offsets, 1048576)
+
+
+def test_time_limit_gives_timeout_status():
+    path = BENCH / "challenging" / "E.1048576.csv"
+    if not path.exists():
+        pytest.skip("MiniMalloc benchmarks not present")
+    result = pack(read_buffers(path).buffers, 1048576, method="exact-search", time_limit=0.05)
+    assert result.status == "timeout" and (result.offsets == -1).all()
+
+
+# ---------------------------------------------------------------------------
+# Bad input and the array interface
+
+
+@pytest.mark.parametrize("args, words", [
+    (("neg", 0, 2, -1), "'neg'"),
+    (("empty", 3, 3, 1), "'empty'"),
+    (("align", 0, 2, 1, 0), "'align'"),
+])
+def test_bad_buffers_raise_naming_the_buffer(args, words):
+    with pytest.raises(MemplaceError, match=words):
+        Buffer(*args)
+
+
+def test_bad_capacity_and_duplicate_ids_raise():
+    with pytest.raises(MemplaceError, match="capacity"):
+        pack([Buffer("a", 0, 1, 1)], 0)
+    with pytest.raises(MemplaceError, match="'a'"):
+        pack([Buffer("a", 0, 1, 1), Buffer("a", 1, 2, 1)], 4)
+
+
+def test_first_fit_arrays_follow_the_priority_order_and_mark_misfits():
+    sizes = np.array([4, 4, 4], np.int64)
+    lowers = np.zeros(3, np.int64)
+    uppers = np.ones(3, np.int64)
+    aligns = np.ones(3, np.int64)
+    got = pack_arrays(sizes, lowers, uppers, aligns, 8, "first-fit", np.array([2, 0, 1]))
+    assert list(got) == [4, -1, 0]
+    assert list(pack_arrays(sizes, lowers, uppers, aligns, 12, "best-fit-size")) == [0, 4, 8]
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+
+def run(args):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def test_cli_round_trip_keeps_rows_and_adds_offsets(tmp_path):
+    out = tmp_path / "solution.csv"
+    result = run(["pack", str(EXAMPLE), "--capacity", "12", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "packed" in result.output and "height 12" in result.output
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["id"], int(r["lower"]), int(r["upper"]), int(r["size"])) for r in rows] == EXAMPLE_ROWS
+    buffers = read_buffers(out).buffers  # our own output reads back as input
+    offsets = [int(r["offset"]) for r in rows]
+    assert pairwise_ok(buffers, offsets, 12)
+
+
+def test_cli_infeasible_exits_1(tmp_path):
+    result = run(["pack", str(EXAMPLE), "--capacity", "11", "-o", str(tmp_path / "x.csv")])
+    assert result.exit_code == 1
+    assert "infeasible" in result.output
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_cli_malformed_row_exits_2_and_keeps_existing_output(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,lower,upper,size\na,0,3,4\nb,5,2,4\n")
+    out = tmp_path / "out.csv"
+    out.write_text("precious\n")
+    result = CliRunner().invoke(main, ["pack", str(bad), "--capacity", "8", "-o", str(out)])
+    assert result.exit_code == 2
+    assert "line 3" in result.output and "'b'" in result.output
+    assert out.read_text() == "precious\n"
+    bad.write_text("id,lower,upper,size\na,0,3,four\n")
+    result = CliRunner().invoke(main, ["pack", str(bad), "--capacity", "8"])
+    assert result.exit_code == 2 and "line 2" in result.output and "size" in result.output
+
+
+def test_cli_minimize_reports_height_and_bound():
+    result = run(["pack", str(EXAMPLE), "--minimize"])
+    assert result.exit_code == 0
+    assert "height 12" in result.output and "lower bound 12" in result.output
+
+
+def test_cli_alignment_column_is_read(tmp_path):
+    src = tmp_path / "aligned.csv"
+    src.write_text("id,lower,upper,size,alignment\na,0,2,3,2\nb,0,2,3,2\n")
+    out = tmp_path / "aligned.out.csv"
+    assert run(["pack", str(src), "--capacity", "6"]).exit_code == 1
+    assert run(["pack", str(src), "--capacity", "7", "-o", str(out)]).exit_code == 0
+    rows = list(csv.DictReader(out.open()))
+    assert sorted(r["offset"] for r in rows) == ["0", "4"] and rows[1]["alignment"] == "2"
