@@ -125,10 +125,6 @@ def plan_path(name_or_path: str) -> Path:
                     "nor a file")
 
 
-def is_shipped(path: Path) -> bool:
-    return path.resolve().parent == PLANS_DIR
-
-
 def load_plan(name_or_path: str) -> Plan:
     """Read and check a plan, expanding it into its tasks; raises PlanError before
     anything runs if an instance, solver or parameter is unknown."""
