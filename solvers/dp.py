@@ -39,6 +39,7 @@ What is exact and what is approximate:
 """
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -74,30 +75,38 @@ def pareto_kernel(res, keep):
     return n_kept
 
 
+def _thin(labels: np.ndarray, n_bins: int, cells: np.ndarray) -> np.ndarray:
+    """The cheapest label (labels sorted cheapest first) in each cell of a grid over the
+    share of each level it uses ((M_l + W_l) / capacity_l), about `n_bins` cells:
+    like a knapsack DP, every degree of fullness keeps a representative."""
+    Lc = cells.size
+    per = max(1, int(round(n_bins ** (1.0 / max(Lc, 1)))))  # bins per level
+    use = (labels[:, 1:1 + Lc] + labels[:, 1 + Lc:1 + 2 * Lc]) / cells
+    bins = np.zeros(labels.shape[0], np.int64)
+    for l in range(Lc):
+        bins = bins * per + np.minimum((use[:, l] * per).astype(np.int64), per - 1)
+    first = np.unique(bins, return_index=True)[1]
+    return labels[np.sort(first)]
+
+
 def _pareto(labels: np.ndarray, max_labels: int, cells: np.ndarray) -> tuple[np.ndarray, bool]:
     """Non-dominated labels (column 0 cost, columns 1..-2 resources, last id), cheapest
-    first, at most `max_labels`; also whether any non-dominated label was cut."""
+    first, at most `max_labels`; also whether any label was cut beyond dominance."""
     if labels.shape[0] <= 1:
         return labels, False
     res = labels[:, 1:-1]
     order = np.lexsort((res.sum(axis=1), labels[:, 0]))
     labels = labels[order]
+    cut = False
+    if labels.shape[0] > 16 * max_labels:  # thin first: dominance is quadratic
+        labels = _thin(labels, 16 * max_labels, cells)
+        cut = True
     keep = np.empty(labels.shape[0], np.bool_)
     pareto_kernel(np.ascontiguousarray(labels[:, 1:-1]), keep)
     labels = labels[keep]
     if labels.shape[0] <= max_labels:
-        return labels, False
-    # Thin the front like a knapsack DP: bin the labels on a grid of the share of
-    # each level they use ((M_l + W_l) / capacity_l) and keep the cheapest in each
-    # bin, so every degree of fullness keeps a representative.
-    Lc = cells.size
-    per = max(1, int(round(max_labels ** (1.0 / max(Lc, 1)))))  # bins per level
-    use = (labels[:, 1:1 + Lc] + labels[:, 1 + Lc:1 + 2 * Lc]) / cells
-    bins = np.zeros(labels.shape[0], np.int64)
-    for l in range(Lc):
-        bins = bins * per + np.minimum((use[:, l] * per).astype(np.int64), per - 1)
-    first = np.unique(bins, return_index=True)[1]  # labels are cheapest first
-    return labels[np.sort(first)], True
+        return labels, cut
+    return _thin(labels, max_labels, cells), True
 
 
 def _future_bounds(inst: Instance, allowed: list[list[int]]) -> np.ndarray:
@@ -142,7 +151,11 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     future = _future_bounds(inst, allowed)
     limit = upper * (1 + 1e-12) if math.isfinite(upper) else math.inf
 
-    parents: list[tuple[int, int, int]] = [(-1, -1, -1)]  # (parent id, tensor, level)
+    # Label ids: label 0 is the root; each branch adds a block of consecutive ids that
+    # share (tensor, level) and keep their parents' ids in an array.
+    block_first: list[int] = [1]
+    block_parents: list[np.ndarray] = []
+    block_choice: list[tuple[int, int]] = []
     tracked: list[int] = []
     # key (levels of `tracked`) -> labels [cost, M_0.., W_0.., id]
     frontier: dict[tuple, np.ndarray] = {(): np.zeros((1, 2 + 2 * Lc))}
@@ -163,9 +176,11 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
                         lab = lab[ok]
                         if lab.shape[0] == 0:
                             continue
-                    ids = np.arange(len(parents), len(parents) + lab.shape[0])
-                    parents.extend((int(p), t, l) for p in lab[:, -1])
-                    lab[:, -1] = ids
+                    first_id = block_first[-1]
+                    block_parents.append(lab[:, -1].astype(np.int64))
+                    block_choice.append((t, l))
+                    block_first.append(first_id + lab.shape[0])
+                    lab[:, -1] = np.arange(first_id, first_id + lab.shape[0])
                     grown[key + (l,)] = lab
             frontier = grown
             tracked.append(t)
@@ -212,7 +227,9 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     place = inst.slowest_placement()
     node = int(best[-1])
     while node > 0:
-        parent, t, l = parents[node]
+        b = bisect.bisect_right(block_first, node) - 1
+        t, l = block_choice[b]
+        parent = int(block_parents[b][node - block_first[b]])
         place[t] = l
         node = parent
     facts["dp_latency"] = float(best[0])
