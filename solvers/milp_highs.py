@@ -20,8 +20,8 @@ Reductions that keep every optimum's latency:
     the ops in between get a time column;
   * a tensor whose accesses are all in always-compute-bound ops (or move no bytes)
     is fixed to the slowest level: it saves nothing and frees capacity there;
-  * capacity rows whose tensors fit whatever happens, and rows whose tensor set is
-    contained in another row's, are left out.
+  * capacity rows whose tensors fit whatever happens are left out (the clique
+    steps give each maximal live set once, so no row's set is inside another's).
 Times are scaled so the slowest placement's mean op time is 1 (HiGHS's absolute
 tolerances then mean the same on every instance).
 """
@@ -139,26 +139,6 @@ def clique_steps(start: np.ndarray, end: np.ndarray, n_ops: int) -> np.ndarray:
             steps.append(k)
             opened = False
     return np.array(steps, np.int64)
-
-
-def _drop_contained(sets: list[np.ndarray], n: int) -> list[np.ndarray]:
-    """Remove sets contained in another (keeping one of equal sets)."""
-    if len(sets) <= 1:
-        return sets
-    member = np.zeros((len(sets), n), np.float64)
-    for i, s in enumerate(sets):
-        member[i, s] = 1.0
-    count = member.sum(axis=1)
-    overlap = member @ member.T
-    keep = []
-    for i in range(len(sets)):
-        inside = (overlap[i] >= count[i]) & (np.arange(len(sets)) != i)
-        # i is dropped if it is inside a strictly larger set, or equal to an earlier kept one
-        bigger = inside & (count > count[i])
-        equal_earlier = inside & (count == count[i]) & (np.arange(len(sets)) < i)
-        if not bigger.any() and not equal_earlier.any():
-            keep.append(i)
-    return [sets[i] for i in keep]
 
 
 def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation:
@@ -288,7 +268,6 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     free_acts = free[inst.is_weight[free] == 0]
     steps = clique_steps(inst.start[free_acts], inst.end[free_acts], n)
     cliques = [free_acts[(inst.start[free_acts] <= k) & (inst.end[free_acts] >= k)] for k in steps]
-    cliques = _drop_contained(cliques, T)
     n_cap = 0
     for l in range(L - 1):
         cap = int(capacity[l])
