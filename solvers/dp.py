@@ -23,16 +23,24 @@ What is exact and what is approximate:
   * Without rounding and without beam truncation the DP is exact on any DAG: the
     key carries every level that the future depends on. Its size grows as
     L^(number of tracked tensors): on a chain (each activation read by the next
-    op, weights read by one op) the key has at most one activation, so the DP is
-    exact there; on DAGs with skip connections or multi-use tensors more tensors
-    are tracked at once.
-  * The beam keeps at most `max_keys` keys after each op (those with the cheapest
-    label) and `max_labels` labels per key (the cheapest). When either cuts
-    anything, or any level is rounded, the result is a heuristic placement with
-    no bound; `ctx.notes` says which (`truncated_keys`, `truncated_labels`,
-    `rounded_levels`). When nothing was cut or rounded and no level is
-    addressed, the DP's optimum is proven and reported as optimal with its
-    latency as the bound.
+    op, weights read by one op) the key holds at most one activation, so only
+    the labels can grow; on DAGs with skip connections or multi-use tensors more
+    tensors are tracked at once (BERT: up to 192 keys after an op).
+  * The beam keeps at most `max_keys` keys after each op (those with the
+    cheapest label) and about `max_labels` labels per key: the cheapest label in
+    each cell of a grid over how full each level is ((M_l + W_l) / capacity_l),
+    like a knapsack DP at coarser resolution (very large label sets are thinned
+    the same way, 16x finer, before the quadratic dominance filter).
+  * Labels whose cost plus an optimistic cost of the remaining ops (every tensor
+    in its fastest allowed level) exceeds the best heuristic's latency are
+    dropped: that never loses a placement better than the heuristic, which the
+    solver offers first. If no label survives, the DP found nothing better.
+  * When the beam cut anything, or any level was rounded, the result is a
+    heuristic placement (valid, latency >= optimum) with no bound; `ctx.notes`
+    says which (`truncated_keys`, `truncated_labels`, `rounded_levels`, `exact`).
+    When nothing was cut or rounded and no level is addressed, the DP is exact:
+    its placement (or, if no label survived, the heuristic) is reported optimal
+    with its latency as the bound.
   * Addressed levels: offsets are not modelled (capacity only); the result is
     packed (`milp.placement_packer`) and tensors that cannot be packed move down
     canonically, so it is never claimed optimal there.
