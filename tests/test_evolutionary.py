@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from memplace.model import Instance, latency, placement_errors, rectify, validate
 from memplace.solvers import solve
 from memplace.solvers import boltzmann
-from memplace.solvers.ga import (BatchEvaluator, build_toolbox, make_individual,
+from memplace.solvers.ga import (BatchEvaluator, build_toolbox, make_individual, mut_swap,
                                  repair_latency_batch)
 from memplace.solvers.base import SearchContext
 from randominst import random_instance_dict
@@ -172,3 +172,24 @@ def test_seeded_solvers_never_lose_to_the_heuristics(solver, params):
     b = solve(inst, solver, time_limit=None, seed=2, **params)
     assert a.latency <= best
     assert a.placement.tolist() == b.placement.tolist()
+
+
+def test_swap_mutation_moves_one_tensor_up_and_an_overlapping_rival_down():
+    inst = Instance.from_dict(random_instance_dict(5, n_ops=10, n_tensors=30, tight=0.3))
+    rng = np.random.default_rng(0)
+    swaps = 0
+    for _ in range(50):
+        before = rng.integers(0, 3, inst.n_tensors)
+        ind = make_individual(before)
+        mut_swap(ind, rng, inst.start, inst.end, inst.n_levels)
+        after = np.array(ind, np.int64)
+        changed = np.flatnonzero(after != before)
+        up = [t for t in changed if after[t] == before[t] - 1]
+        down = [t for t in changed if after[t] == before[t] + 1]
+        assert len(up) == 1 and len(changed) == len(up) + len(down) and len(down) <= 1
+        if down:
+            t, u = up[0], down[0]
+            swaps += 1
+            assert before[u] == after[t]  # the rival was in the level t moved into
+            assert inst.start[u] <= inst.end[t] and inst.start[t] <= inst.end[u]
+    assert swaps > 25
