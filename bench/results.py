@@ -88,8 +88,9 @@ class Results:
 
     def __init__(self, records: list[dict[str, Any]]):
         self.records = list(latest_by_key(records).values())
-        self.instances = list(dict.fromkeys(r["instance"] for r in self.records))
-        self.solvers = list(dict.fromkeys(r["solver"] for r in self.records))
+        # sorted, so tables and plots do not depend on the order runs finished in
+        self.instances = sorted({r["instance"] for r in self.records})
+        self.solvers = sorted({r["solver"] for r in self.records})
         self._instance_cache: dict[str, Any] = {}
         self._compiler: dict[str, float | None] = {}
 
