@@ -295,6 +295,24 @@ def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, ac
     return out[:m]
 
 
+@njit(cache=True, nogil=True)
+def max_gain_kernel(access_time, tensor_ptr, tensor_access):
+    """For every tensor, an upper bound of the latency any change of its level can save
+    (op times change by at most the change of their memory time)."""
+    n_tensors = tensor_ptr.shape[0] - 1
+    out = np.zeros(n_tensors, np.float64)
+    for t in range(n_tensors):
+        for i in range(tensor_ptr[t], tensor_ptr[t + 1]):
+            a = tensor_access[i]
+            lo = access_time[a, 0]
+            hi = access_time[a, 0]
+            for l in range(access_time.shape[1]):
+                lo = min(lo, access_time[a, l])
+                hi = max(hi, access_time[a, l])
+            out[t] += hi - lo
+    return out * (1.0 + 1e-9) + 1e-300
+
+
 
 @njit(cache=True, nogil=True, inline="always")
 def _overflow(l, weight_bytes, tree_max, capacity):
@@ -303,10 +321,69 @@ def _overflow(l, weight_bytes, tree_max, capacity):
     return v if v > 0 else 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _overflow_after(l, m, mt, mfrom, mto, weight_bytes, act_load, tree_max, tree_add, leaves,
+                    capacity, size, start, end, is_weight):
+    """Overflow of level l once the move (tensors mt[:m] from mfrom to mto) is made,
+    computed without changing the bookkeeping (the tree is touched only when an
+    activation leaves an overflowing level, and restored)."""
+    w = weight_bytes[l]
+    act_leaves = False
+    for i in range(m):
+        t = mt[i]
+        if is_weight[t]:
+            if mfrom[i] == l:
+                w -= size[t]
+            if mto[i] == l:
+                w += size[t]
+        elif mfrom[i] == l:
+            act_leaves = True
+    # Upper bound of the new activation peak (exact when no activation leaves l): the old
+    # peak, or a step of an arriving activation with every change of the move counted.
+    peak = tree_max[l, 1]
+    for i in range(m):
+        t = mt[i]
+        if mto[i] != l or is_weight[t]:
+            continue
+        for k in range(start[t], end[t] + 1):
+            v = act_load[l, k]
+            for j in range(m):
+                u = mt[j]
+                if is_weight[u] or k < start[u] or k > end[u]:
+                    continue
+                if mto[j] == l:
+                    v += size[u]
+                if mfrom[j] == l:
+                    v -= size[u]
+            if v > peak:
+                peak = v
+    over = w + peak - capacity[l]
+    if over <= 0:
+        return 0
+    if not act_leaves:
+        return over
+    for i in range(m):  # exact: make the move's activation changes on l for a moment
+        t = mt[i]
+        if not is_weight[t] and mfrom[i] != mto[i]:
+            if mfrom[i] == l:
+                _tree_range_add(tree_max, tree_add, leaves, l, start[t], end[t], -size[t])
+            if mto[i] == l:
+                _tree_range_add(tree_max, tree_add, leaves, l, start[t], end[t], size[t])
+    over = w + tree_max[l, 1] - capacity[l]
+    for i in range(m):
+        t = mt[i]
+        if not is_weight[t] and mfrom[i] != mto[i]:
+            if mfrom[i] == l:
+                _tree_range_add(tree_max, tree_add, leaves, l, start[t], end[t], size[t])
+            if mto[i] == l:
+                _tree_range_add(tree_max, tree_add, leaves, l, start[t], end[t], -size[t])
+    return over if over > 0 else 0
+
+
 @njit(cache=True, nogil=True)
 def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max,
                           tree_add, leaves, n_moves, alpha, swap_fraction, pair_fraction, seed,
-                          lam_up, lam_down, lam_min, lam_max, stats,
+                          lam_up, lam_down, lam_min, lam_max, max_gain, stats,
                           compute, op_ptr, op_tensor, access_time, tensor_ptr, tensor_access,
                           access_op, size, start, end, is_weight, capacity):
     """`n_moves` Metropolis moves on latency + lam x (sum over levels of peak overflow bytes).
@@ -318,7 +395,8 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
     state_f = [latency, temperature, best valid latency, lam]. After every move lam is
     multiplied by `lam_up` if the placement overflows, else by `lam_down` (clamped to
     [lam_min, lam_max]), so the search hovers at the capacity boundary and can cross
-    infeasible ground. stats += [moves, infeasible states, accepted, improved best].
+    infeasible ground. `max_gain[t]` bounds the latency any move of t can save.
+    stats += [moves, infeasible states, accepted, improved best].
     """
     np.random.seed(seed)
     n_tensors = place.shape[0]
@@ -334,6 +412,7 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
         total_over += over[l]
     mt = np.empty(3, np.int64)  # the tensors a move changes, and their new levels
     mto = np.empty(3, np.int64)
+    mfrom = np.empty(3, np.int64)
     infeasible = 0
     accepted = 0
     improved = 0
@@ -367,22 +446,42 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
         mto[0] = b
         for i in range(1, m):
             mto[i] = a
-        delta = 0.0
         for i in range(m):
-            t = mt[i]
-            frm = place[t]
-            shift_load(t, frm, -size[t], weight_bytes, act_load, tree_max, tree_add, leaves,
-                       start, end, is_weight)
-            shift_load(t, mto[i], size[t], weight_bytes, act_load, tree_max, tree_add, leaves,
-                       start, end, is_weight)
-            delta += move_delta_kernel(place, t, mto[i], compute, op_ptr, op_tensor,
-                                       access_time, tensor_ptr, tensor_access, access_op)
-            place[t] = mto[i]
-        over_a = _overflow(a, weight_bytes, tree_max, capacity)
-        over_b = _overflow(b, weight_bytes, tree_max, capacity)
+            mfrom[i] = place[mt[i]]
+        over_a = _overflow_after(a, m, mt, mfrom, mto, weight_bytes, act_load, tree_max,
+                                 tree_add, leaves, capacity, size, start, end, is_weight)
+        over_b = _overflow_after(b, m, mt, mfrom, mto, weight_bytes, act_load, tree_max,
+                                 tree_add, leaves, capacity, size, start, end, is_weight)
         d_over = over_a - over[a] + over_b - over[b]
-        energy = delta + lam * d_over
-        if energy <= 0.0 or np.random.random() < math.exp(-energy / temp):
+        # Metropolis: accept when the energy change is below -temp*log(u); a move whose
+        # penalty alone exceeds that by more than its largest possible gain is rejected
+        # without computing its latency change.
+        threshold = -temp * math.log(1.0 - np.random.random())
+        penalty = lam * d_over
+        if penalty > 0.0:
+            bound = 0.0
+            for i in range(m):
+                bound += max_gain[mt[i]]
+            if penalty - bound > threshold:
+                continue_move = False
+            else:
+                continue_move = True
+        else:
+            continue_move = True
+        delta = 0.0
+        if continue_move:
+            for i in range(m):
+                t = mt[i]
+                delta += move_delta_kernel(place, t, mto[i], compute, op_ptr, op_tensor,
+                                           access_time, tensor_ptr, tensor_access, access_op)
+                place[t] = mto[i]
+        if continue_move and delta + penalty <= threshold:
+            for i in range(m):
+                t = mt[i]
+                shift_load(t, mfrom[i], -size[t], weight_bytes, act_load, tree_max, tree_add,
+                           leaves, start, end, is_weight)
+                shift_load(t, mto[i], size[t], weight_bytes, act_load, tree_max, tree_add,
+                           leaves, start, end, is_weight)
             over[a] = over_a
             over[b] = over_b
             total_over += d_over
@@ -392,15 +491,9 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
                 best = lat
                 best_place[:] = place
                 improved += 1
-        else:
+        elif continue_move:
             for i in range(m - 1, -1, -1):
-                t = mt[i]
-                frm = b if i > 0 else a
-                place[t] = frm
-                shift_load(t, mto[i], -size[t], weight_bytes, act_load, tree_max, tree_add,
-                           leaves, start, end, is_weight)
-                shift_load(t, frm, size[t], weight_bytes, act_load, tree_max, tree_add,
-                           leaves, start, end, is_weight)
+                place[mt[i]] = mfrom[i]
         if total_over > 0:
             infeasible += 1
             lam *= lam_up
