@@ -146,7 +146,10 @@ def performance_profile(results: Results, folder: Path) -> list[Path]:
         rs = np.asarray(ratios[solver])
         fraction = [(rs <= tau * (1 + 1e-12)).sum() / len(rs) for tau in taus]
         ax.step(taus, fraction, where="post", label=solver, color=plt.cm.tab20(i % 20))
-    ax.set_xscale("log")
+    ax.set_xscale("log", base=2)  # as Dolan and More draw it
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("latency / best solver's latency on the instance (mean over seeds)")
     ax.set_ylabel("fraction of instances")
     ax.set_ylim(0, 1.02)

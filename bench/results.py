@@ -108,7 +108,7 @@ class Results:
 
     def best_record(self, instance: str) -> dict[str, Any] | None:
         runs = self.ok_runs(instance)
-        return min(runs, key=lambda r: r["latency"]) if runs else None
+        return min(runs, key=lambda r: (r["latency"], r["solver"], r["seed"])) if runs else None
 
     def best_bound(self, instance: str) -> float | None:
         bounds = [r["lower_bound"] for r in self.ok_runs(instance) if r["lower_bound"] is not None]
