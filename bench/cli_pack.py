@@ -14,6 +14,7 @@ import click
 
 from memplace.model.errors import MemplaceError
 from memplace.solvers.pack_csv import read_buffers, write_solution
+from memplace.solvers.pack_exact import search_workers
 from memplace.solvers.packing import PACKERS, check_packing, minimize, pack, peak_live_size
 
 EXIT_INFEASIBLE = 1
@@ -35,8 +36,11 @@ DEFAULT_BENCH_DIR = Path("/work/shared/benchmarks/minimalloc/challenging")
 @click.option("--method", type=click.Choice(sorted(PACKERS)), default="exact", show_default=True)
 @click.option("--minimize", "minimize_", is_flag=True,
               help="Find the lowest height that packs (exact search downward from heuristics).")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Threads of the exact search [default: 1, reproducible]; 2 helps on idle cores.")
 def pack_command(input_csv: str, capacity: int | None, output: str | None,
-                 time_limit: float | None, method: str, minimize_: bool) -> None:
+                 time_limit: float | None, method: str, minimize_: bool,
+                 workers: int | None) -> None:
     """Give every buffer of INPUT.csv (MiniMalloc CSV) an offset within --capacity."""
     if capacity is None and not minimize_:
         raise MemplaceError("--capacity is required (or use --minimize)")
@@ -47,10 +51,12 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
     data = read_buffers(input_csv)
     n = len(data.buffers)
     if minimize_:
-        result, lower = minimize(data.buffers, time_limit=time_limit, capacity=capacity)
+        with search_workers(workers):
+            result, lower = minimize(data.buffers, time_limit=time_limit, capacity=capacity)
         bound = f"lower bound {lower} (peak live size {peak_live_size(data.buffers)})"
     else:
-        result = pack(data.buffers, capacity, method=method, time_limit=time_limit)
+        result = pack(data.buffers, capacity, method=method, time_limit=time_limit,
+                      workers=workers)
         bound = f"peak live size {peak_live_size(data.buffers)}"
     where = f"{n} buffers" + (f" at capacity {capacity}" if capacity is not None else "")
     timing = f"{result.wall_s:.3f} s ({result.method}, {result.nodes} nodes)"
@@ -83,8 +89,11 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
 @click.option("--time-limit", type=float, default=60.0, show_default=True,
               help="Seconds per instance.")
 @click.option("--repeat", type=int, default=1, show_default=True,
-              help="Runs per instance; the table shows the first (cold) and the fastest.")
-def pack_bench_command(bench_dir: str, method: str, time_limit: float, repeat: int) -> None:
+              help="Runs per instance; the table shows the first and the fastest.")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Threads of the exact search [default: 1].")
+def pack_bench_command(bench_dir: str, method: str, time_limit: float, repeat: int,
+                       workers: int | None) -> None:
     """Pack MiniMalloc's challenging instances at their capacity and print a table of times."""
     files = sorted(Path(bench_dir).glob("*.csv"))
     if not files:
@@ -106,7 +115,8 @@ def pack_bench_command(bench_dir: str, method: str, time_limit: float, repeat: i
         data = read_buffers(path)
         times, result = [], None
         for _ in range(max(1, repeat)):
-            result = pack(data.buffers, capacity, method=method, time_limit=time_limit)
+            result = pack(data.buffers, capacity, method=method, time_limit=time_limit,
+                          workers=workers)
             times.append(result.wall_s)
         status = result.status
         if status == "packed" and check_packing(data.buffers, result.offsets, capacity):

@@ -28,15 +28,23 @@ Exhausting the search without a node-limit stop proves infeasibility.
 from __future__ import annotations
 
 import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numba
 import numpy as np
 from numba import njit
 
+# the clock is read in object mode every 1024 nodes, holding the GIL only then
+warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel",
+                        category=numba.NumbaWarning)
+
 PACKED = 0
 INFEASIBLE = 1
 NODE_LIMIT = 2
 TIME_LIMIT = 3
+STOPPED = 4  # another search of the same problem finished first
 
 
 @njit(cache=True, nogil=True)
@@ -70,29 +78,43 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
         rem = remaining[s]
         if rem == 0:
             continue
+        base = max(floor[s], watermark)  # nothing here can start lower
         lowest = capacity
+        # buffers free to go next first: one of them at `base` settles the section
         for k in range(sec_ptr[s], sec_ptr[s + 1]):
             c = sec_members[k]
             if placed[c]:
                 continue
             v = _round_up(maxfloor[c], alignments[c])
-            if v * n + c <= threshold:
-                if stamp[c] != node:
-                    stamp[c] = node
-                    best = capacity + 1
-                    for j in range(adj_ptr[c], adj_ptr[c + 1]):
-                        d = adj[j]
-                        if not placed[d]:
-                            u = _round_up(maxfloor[d], alignments[d])
-                            if u < watermark:
-                                u = watermark
-                            u += sizes[d]
-                            if u < best:
-                                best = u
-                    lift[c] = _round_up(best, alignments[c])
-                v = lift[c]
-                if v + sizes[c] > capacity:
-                    return True
+            if v * n + c > threshold and v < lowest:
+                lowest = v
+                if v <= base:
+                    break
+        if lowest <= base:
+            continue
+        for k in range(sec_ptr[s], sec_ptr[s + 1]):
+            c = sec_members[k]
+            if placed[c]:
+                continue
+            v = _round_up(maxfloor[c], alignments[c])
+            if v * n + c > threshold:
+                continue
+            if stamp[c] != node:
+                stamp[c] = node
+                best = capacity + 1
+                for j in range(adj_ptr[c], adj_ptr[c + 1]):
+                    d = adj[j]
+                    if not placed[d]:
+                        u = _round_up(maxfloor[d], alignments[d])
+                        if u < watermark:
+                            u = watermark
+                        u += sizes[d]
+                        if u < best:
+                            best = u
+                lift[c] = _round_up(best, alignments[c])
+            v = lift[c]
+            if v + sizes[c] > capacity:
+                return True
             if v < lowest:
                 lowest = v
         if lowest + rem > capacity:
@@ -181,12 +203,13 @@ def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, 
 
 @njit(cache=True, nogil=True)
 def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members,
-           twin_prev, capacity, valley_first, node_limit, deadline, offsets):
+           twin_prev, capacity, valley_first, node_limit, deadline, stop, offsets):
     """Depth-first search over canonical packings of buffers ranked by index.
 
     Fills `offsets` and returns (status, nodes): PACKED, INFEASIBLE (search space
     exhausted), NODE_LIMIT or TIME_LIMIT (`deadline` in perf_counter seconds,
-    negative for none). `valley_first` picks the trial order of `_candidates`.
+    negative for none), or STOPPED when `stop[0]` turns non-zero. `valley_first`
+    picks the trial order of `_candidates`.
 
     Each depth works inside a *scope*, an interval of sections. When the unplaced
     buffers of a scope fall apart into time-disjoint groups, the depth keeps the
@@ -334,8 +357,11 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
         nodes += 1
         if nodes > node_limit:
             return NODE_LIMIT, nodes
-        if deadline >= 0.0 and (nodes & 1023) == 0 and _now() > deadline:
-            return TIME_LIMIT, nodes
+        if (nodes & 1023) == 0:
+            if stop[0] != 0:
+                return STOPPED, nodes
+            if deadline >= 0.0 and _now() > deadline:
+                return TIME_LIMIT, nodes
         top = o + sizes[b]
         placed[b] = True
         offsets[b] = o
@@ -396,13 +422,15 @@ def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) ->
         (idx, -area, -width, -total),   # total, then width, then area
         (idx, -width, -area, -total),   # total, then area, then width
         (idx, -total, -area, -width),   # width, then area, then total
-        (idx, -width, -sizes, -area),   # area, then size, then width
     ]
     return [np.lexsort(k) for k in keys]
 
 
-# (static order, valley-first trial order) pairs tried in each round of restarts
-CONFIGS = ((0, True), (1, True), (0, False), (1, False), (2, False))
+# (static order, valley-first trial order) pairs tried in each round of restarts, and the
+# node-limit growth per round. Chosen on MiniMalloc's challenging instances: no single
+# pair is fast on all of them (valley-first helps B and C, hurts D and E's second part).
+CONFIGS = ((0, True), (1, True), (1, False), (2, False))
+LIMIT_GROWTH = 3
 
 
 def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
@@ -450,36 +478,80 @@ def _prepare(sizes, lowers, uppers, alignments):
     return sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members, twin_prev
 
 
-def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limit):
+def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limit, workers):
     """(status, offsets, nodes) for one independent part.
 
-    Restarts in rounds: every static order runs under the round's node limit,
-    which doubles from round to round, so the work wasted on unlucky orders
-    stays within a constant factor of what the luckiest order needs.
+    Each worker runs a stream of restarts over its share of CONFIGS, the node
+    limit doubling after each pass, so the work wasted on unlucky orders stays
+    within a constant factor of what the luckiest one needs. The first stream
+    to settle the question (packed, infeasible or out of time) stops the others.
     """
     orders = _static_orders(sizes, lowers, uppers)
     prepared = [_prepare(sizes[rank], lowers[rank], uppers[rank], alignments[rank])
                 for rank in orders]
-    nodes = 0
-    limit = node_limit
-    while True:
-        for k, valley_first in CONFIGS:
-            rank, prep = orders[k], prepared[k]
-            ranked = np.full(sizes.size, -1, np.int64)
-            status, used = search(sizes[rank], alignments[rank], *prep, np.int64(capacity),
-                                  valley_first, np.int64(limit), float(deadline), ranked)
-            nodes += used
-            if status in (PACKED, INFEASIBLE, TIME_LIMIT):
-                offsets = np.full(sizes.size, -1, np.int64)
-                if status == PACKED:
-                    offsets[rank] = ranked
+    stop = np.zeros(1, np.int64)
+
+    def stream(configs):
+        nodes = 0
+        limit = node_limit
+        while True:
+            for k, valley_first in configs:
+                rank, prep = orders[k], prepared[k]
+                ranked = np.full(sizes.size, -1, np.int64)
+                status, used = search(sizes[rank], alignments[rank], *prep, np.int64(capacity),
+                                      valley_first, np.int64(limit), float(deadline), stop,
+                                      ranked)
+                nodes += used
+                if status == STOPPED:
+                    return status, None, nodes
+                if status in (PACKED, INFEASIBLE, TIME_LIMIT):
+                    stop[0] = 1
+                    offsets = np.full(sizes.size, -1, np.int64)
+                    if status == PACKED:
+                        offsets[rank] = ranked
+                    return status, offsets, nodes
+            limit *= LIMIT_GROWTH
+
+    workers = max(1, min(workers, len(CONFIGS)))
+    if workers == 1 or sizes.size < 24:
+        return stream(CONFIGS)
+    with ThreadPoolExecutor(workers) as pool:
+        runs = [f.result() for f in [pool.submit(stream, CONFIGS[i::workers])
+                                     for i in range(workers)]]
+    nodes = sum(r[2] for r in runs)
+    for wanted in (PACKED, INFEASIBLE, TIME_LIMIT):
+        for status, offsets, _ in runs:
+            if status == wanted:
                 return status, offsets, nodes
-        limit *= 2
+    raise AssertionError("every search stream stopped")
+
+
+_WORKERS: list[int | None] = [None]
+
+
+def default_workers() -> int:
+    """Threads for the exact search: as set by `search_workers`, else one.
+
+    One thread is deterministic and, on a machine busy with other work, as fast;
+    two streams finish about twice as fast only when two cores are free.
+    """
+    return _WORKERS[-1] if _WORKERS[-1] is not None else 1
+
+
+@contextmanager
+def search_workers(workers: int | None):
+    """Within the block, exact searches use `workers` threads (None: the default)."""
+    _WORKERS.append(workers)
+    try:
+        yield
+    finally:
+        _WORKERS.pop()
 
 
 def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
                   alignments: np.ndarray, capacity: int, time_limit: float | None = None,
-                  node_limit: int = 1000) -> tuple[int, np.ndarray, int]:
+                  node_limit: int = 1000, workers: int | None = None
+                  ) -> tuple[int, np.ndarray, int]:
     """(status, offsets, nodes): PACKED with every offset, INFEASIBLE (proven) or TIME_LIMIT."""
     deadline = -1.0 if time_limit is None else time.perf_counter() + time_limit
     offsets = np.full(sizes.size, -1, np.int64)
@@ -488,7 +560,8 @@ def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
     # smallest parts first: an infeasible small part settles the question quickly
     for part in sorted(_parts(lowers, uppers), key=len):
         status, got, nodes = _solve_part(sizes[part], lowers[part], uppers[part],
-                                         alignments[part], capacity, deadline, node_limit)
+                                         alignments[part], capacity, deadline, node_limit,
+                                         default_workers() if workers is None else workers)
         total_nodes += nodes
         if status == INFEASIBLE:
             return INFEASIBLE, np.full(sizes.size, -1, np.int64), total_nodes

@@ -180,8 +180,12 @@ def validate_buffers(buffers: Sequence[Buffer]) -> None:
 
 
 def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
-         time_limit: float | None = None) -> PackResult:
-    """Offsets for `buffers` within `capacity` by the packer named `method` (see PACKERS)."""
+         time_limit: float | None = None, workers: int | None = None) -> PackResult:
+    """Offsets for `buffers` within `capacity` by the packer named `method` (see PACKERS).
+
+    `workers` sets the threads of the exact search (default one); with more than
+    one, which of several valid packings comes back may vary from run to run.
+    """
     if method not in PACKERS:
         raise MemplaceError(f"unknown packing method {method!r}; known: {', '.join(PACKERS)}")
     if time_limit is not None and time_limit <= 0:
@@ -192,8 +196,9 @@ def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
     if not buffers:
         return PackResult(np.zeros(0, np.int64), "packed", 0, method, 0.0, 0)
     sizes, lowers, uppers, aligns = _arrays(buffers)
-    status, offsets, nodes = PACKERS[method](sizes, lowers, uppers, aligns, int(capacity),
-                                             time_limit)
+    with pack_exact.search_workers(workers):
+        status, offsets, nodes = PACKERS[method](sizes, lowers, uppers, aligns, int(capacity),
+                                                 time_limit)
     return PackResult(offsets, status, _height(sizes, offsets), method,
                       time.perf_counter() - start, nodes)
 
