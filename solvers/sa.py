@@ -1,30 +1,48 @@
 """`sa`: simulated annealing on the exact latency delta, in Numba.
 
-Moves: one tensor to another level, or (with probability `swap_fraction`) two
-tensors on different levels exchanging their levels, which lets a full fast level
-trade a weak tensor for a strong one. The latency change of a move is the model's
-delta kernel (`move_delta_kernel`, applied twice for a swap), so the latency tracked
-during the search is the spec latency up to rounding; it is recomputed exactly at
-the end of every chunk.
+Moves: one tensor to another level; or (probability `swap_fraction`) a swap of two
+tensors on different levels, of which a fraction `pair_fraction` swaps one tensor
+against two of the other level (one big weight out, two smaller in: the exchange
+the optimum of resnet101@nnpi needs, which single moves and swaps reach only over
+worse states). The latency change of a move is the model's delta kernel
+(`move_delta_kernel`, once per tensor moved), so the latency tracked during the
+search is the spec latency up to rounding; it is recomputed exactly after every chunk.
 
-Capacity: the search keeps feasibility. A move is tried only if every level that
-gains bytes still fits at every step (weights as one per-level byte count, since
-they are live at every step; activations on a per-step load with a max tree, see
-`sa_kernels.py`), so every visited placement is capacity-valid and the best one is
-offered as it is (no rectify needed). Addressed levels are searched by capacity;
-the best placement is given offsets by the canonical rectify (tensors that cannot
-be packed move down) before it is offered.
+Capacity bookkeeping (`sa_kernels.py`): weights are live at every step, so each level
+keeps their bytes as one number; activations live a few steps and go into a per-step
+load with a max tree, so the peak of a level is O(1) to read and an activation move
+costs O(live range + log steps).
+
+Capacity handling, `penalty=True` (default): an adaptive penalty. The energy is
+latency + lam x (sum over levels of the bytes by which the level's peak exceeds its
+capacity); lam starts at the median latency saved per byte of the instance and after
+every move grows by 0.02% if the placement overflows and shrinks by 0.002% if not,
+so the chain spends about 9% of its moves slightly over capacity and can cross
+between feasible regions. Only capacity-valid placements are recorded as best; after
+every chunk an overflowing current state is also repaired by the canonical rectify
+and kept if better. `penalty=False`: feasibility throughout (a move is tried only if
+every level that gains bytes still fits), no pair swaps. Either way what is offered
+is valid. Addressed levels are searched by capacity; the placement offered is given
+offsets by the canonical rectify (tensors that cannot be packed move down).
 
 Schedule: the start temperature T0 is set from the instance so that a fraction
 `t0_accept` of the uphill moves sampled from the start placement would be accepted
-(mean of exp(-delta/T0)); the temperature cools geometrically over each anneal to
-`t_final` x the start latency. The first anneal starts from the best compiler
-heuristic, the following `restarts - 1` from the best placement found so far, at
-`reheat` x T0. With a move budget (`moves` > 0) it is split evenly over the
-anneals and the result depends only on the seed; without one the time limit is
-split evenly and each anneal's length is re-estimated from the measured speed.
-Moves run in chunks of `chunk` per Numba call; between chunks the context is
-checked, counted and offered the best placement.
+(mean of exp(-delta/T0) over the sample); the temperature cools geometrically over
+each anneal to `t_final` x the start latency. The first anneal starts from the best
+compiler heuristic, the following `restarts - 1` from the best placement found so
+far, at `reheat` x T0; each anneal ends with a local search over single moves and
+swaps (`polish`). With a move budget (`moves` > 0) it is split evenly over the
+anneals and the result depends only on the seed; without one the time limit is split
+evenly and each anneal's length is re-estimated from the measured speed. Moves run
+in chunks of `chunk` per Numba call (Numba's generator seeded per chunk from the
+solver's generator); between chunks the context is checked, counted and offered the
+best placement.
+
+Notes: `moves_per_s` (moves per second of kernel wall time), `moves_per_cpu_s` (per
+CPU second of the solver thread: the figure on a loaded machine), `sa_accepted`,
+`sa_infeasible` (penalty: fraction of moves that left the placement overflowing;
+feasible: fraction of moves refused as infeasible). Speed and quality figures:
+`python -m memplace.solvers.sa INSTANCE... --time-limit 60`.
 """
 from __future__ import annotations
 
@@ -47,7 +65,9 @@ UPHILL_SAMPLES = 2000
 
 class Annealer:
     """One search state: placement, tracked latency, temperature, capacity bookkeeping,
-    and the best placement seen since the last `reset`."""
+    penalty weight, and the best valid placement seen since the last `reset` (which
+    must be given a valid placement). `penalty` picks the kernel (see the module
+    docstring); `lam` is the start penalty weight in seconds per overflowing byte."""
 
     def __init__(self, instance: Instance, placement: np.ndarray, penalty: bool = False,
                  lam: float = 0.0, lam_up: float = 1.0002, lam_down: float = 0.99998):
@@ -180,8 +200,8 @@ def _offer(ctx: SearchContext, place: np.ndarray, lat: float, packer=None) -> No
         ctx.offer(place, lat)
 
 
-@register("sa", "simulated annealing: level moves and swaps on the exact delta, feasible "
-          "throughout, calibrated geometric cooling, restarts from the best",
+@register("sa", "simulated annealing: level moves, swaps and 1-for-2 swaps on the exact delta, "
+          "adaptive capacity penalty, calibrated geometric cooling, restarts from the best",
           params={"moves": 0, "restarts": 4, "t0_accept": 0.1, "t_final": 1e-6,
                   "swap_fraction": 0.3, "reheat": 0.3, "chunk": 200_000, "penalty": True,
                   "pair_fraction": 0.5})
