@@ -37,17 +37,19 @@ class SolverInfo:
     description: str
     params: dict[str, Any]
     fn: Callable[..., None]
+    deterministic: bool = False  # same result whatever the seed: benchmarks run it once
 
 
 _REGISTRY: dict[str, SolverInfo] = {}
 
 
-def register(name: str, description: str, params: dict[str, Any] | None = None):
+def register(name: str, description: str, params: dict[str, Any] | None = None,
+             deterministic: bool = False):
     """Decorator: add a solver under `name`, with its parameters and their defaults."""
     def wrap(fn: Callable[..., None]) -> Callable[..., None]:
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise RuntimeError(f"solver name {name!r} registered twice")
-        _REGISTRY[name] = SolverInfo(name, description, dict(params or {}), fn)
+        _REGISTRY[name] = SolverInfo(name, description, dict(params or {}), fn, deterministic)
         return fn
     return wrap
 

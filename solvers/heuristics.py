@@ -156,7 +156,8 @@ def _run_order(name: str):
     return solve_heuristic
 
 
-@register("all-slowest", "every tensor in the slowest level (the reference placement)")
+@register("all-slowest", "every tensor in the slowest level (the reference placement)",
+          deterministic=True)
 def solve_all_slowest(ctx: SearchContext) -> None:
     ctx.count(1)
     inst = ctx.instance
@@ -166,16 +167,16 @@ def solve_all_slowest(ctx: SearchContext) -> None:
     ctx.offer(inst.slowest_placement(), offsets=offsets)
 
 
-register("greedy-size", "largest tensors first into the fastest level with room (TVM/TFLite style)")(
-    _run_order("greedy-size"))
-register("xla-msa", "XLA memory-space-assignment style: memory-bound latency saved / sqrt(size)")(
-    _run_order("xla-msa"))
-register("topo-first-fit", "walk the schedule, give each tensor the fastest level with room")(
-    _run_order("topo-first-fit"))
-register("benefit-density", "exact latency saved per byte (delta kernel), densest first")(
-    _run_order("benefit-density"))
-register("compiler", f"the compiler-style default speedups are measured against (= {COMPILER})")(
-    _run_order(COMPILER))
+DESCRIPTIONS = {
+    "greedy-size": "largest tensors first into the fastest level with room (TVM/TFLite style)",
+    "xla-msa": "XLA memory-space-assignment style: memory-bound latency saved / sqrt(size)",
+    "topo-first-fit": "walk the schedule, give each tensor the fastest level with room",
+    "benefit-density": "exact latency saved per byte (delta kernel), densest first",
+}
+for _name, _description in DESCRIPTIONS.items():
+    register(_name, _description, deterministic=True)(_run_order(_name))
+register("compiler", f"the compiler-style default speedups are measured against (= {COMPILER})",
+         deterministic=True)(_run_order(COMPILER))
 
 
 @register("random-greedy", "best of XLA-style fills with log-normally perturbed scores",
