@@ -256,7 +256,9 @@ def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: i
 
 def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
              capacity: int | None = None) -> tuple[PackResult, int]:
-    """The lowest height that packs, searched downward from the best heuristic's height.
+    """The lowest height that packs, by exact searches at heights climbing from the peak
+    live size, then bisecting below the first that packs (each probe gets a share of
+    the time left).
 
     Returns (result, lower_bound): the result packs at `result.height`; the lower
     bound is the peak live size, raised past every height proven infeasible.
@@ -285,24 +287,38 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
                 lower = max(lower, limit + 1)
             return PackResult(best, name, 0, "minimize", wall, nodes), lower
     upper = _height(sizes, best)
-    # bisect on the height: a packing lowers `upper`, a proof raises `lower`
     proven_lower = lower
+    # The search prunes well when the capacity is tight and poorly with slack, so probe
+    # upward from the peak in growing steps until a height packs, then bisect below it.
+    # A packing lowers `upper`; a proof raises `proven_lower`; a probe that runs out of
+    # its share of the time only moves the next probe up.
     probe_lower = lower
+    step = max(1, (upper - lower) // 64)
+    climbing = True
     while probe_lower < upper:
-        remaining = None if deadline is None else deadline - time.perf_counter()
-        if remaining is not None and remaining <= 0:
-            break
-        mid = (probe_lower + upper - 1) // 2 if probe_lower < upper - 1 else probe_lower
-        code, got, used = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, mid, remaining)
+        budget = None
+        if deadline is not None:
+            # the peak gets an eighth of the time, later probes a third of what is left
+            budget = (deadline - time.perf_counter()) / (8 if probe_lower == lower else 3)
+            if budget <= 0.01:
+                break
+        if climbing:
+            height = min(probe_lower, upper - 1)
+        else:
+            height = (probe_lower + upper - 1) // 2
+        code, got, used = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, height, budget)
         nodes += used
         if code == pack_exact.PACKED:
             best, upper = got, _height(sizes, got)
+            climbing = False
         elif code == pack_exact.INFEASIBLE:
-            # no packing at `mid` means none at any lower height either
-            probe_lower = mid + 1
-            proven_lower = max(proven_lower, mid + 1)
+            # no packing at `height` means none at any lower height either
+            proven_lower = max(proven_lower, height + 1)
+            probe_lower = height + 1
         else:
-            # time ran out at this height: nothing proven, try higher heights in what is left
-            probe_lower = mid + 1
+            probe_lower = height + 1
+        if climbing and code != pack_exact.PACKED:
+            probe_lower = height + step
+            step *= 2
     wall = time.perf_counter() - start
     return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower
