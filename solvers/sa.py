@@ -143,17 +143,19 @@ class Annealer:
                                     i.capacity)
 
 
-def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50) -> tuple[np.ndarray, float]:
+def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50,
+           max_pairs: int = 2_000_000) -> tuple[np.ndarray, float]:
     """The placement after a local search over single moves and swaps (valid in, valid
-    out), and its exact latency."""
+    out; at most `max_pairs` swaps looked at), and its exact latency."""
     place = np.array(placement, np.int64, copy=True)
     leaves = tree_leaves(inst.n_ops)
     state = build_state(place, inst.size, inst.start, inst.end, inst.is_weight, inst.n_levels,
                         inst.n_ops, leaves)
     threshold = 1e-12 * latency(inst, place)
-    polish_kernel(place, *state, leaves, threshold, max_passes, inst.compute, inst.op_ptr,
-                  inst.op_tensor, inst.access_time, inst.tensor_ptr, inst.tensor_access,
-                  inst.access_op, inst.size, inst.start, inst.end, inst.is_weight, inst.capacity)
+    polish_kernel(place, *state, leaves, threshold, max_passes, max_pairs, inst.compute,
+                  inst.op_ptr, inst.op_tensor, inst.access_time, inst.tensor_ptr,
+                  inst.tensor_access, inst.access_op, inst.size, inst.start, inst.end,
+                  inst.is_weight, inst.capacity)
     return place, latency(inst, place)
 
 
@@ -228,6 +230,8 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
     ctx.notes["sa_start"] = start
 
     ann = Annealer(inst, best_place, penalty=penalty, lam=byte_value(inst) if penalty else 0.0)
+    ann.run(0, 1.0, 1.0, swap_fraction, 0)  # compile both kernels now, also when stopped early
+    polish(inst, best_place, max_passes=0)  # (`memplace warmup` stops at the first offer)
     uphill = ann.sample_uphill(UPHILL_SAMPLES, swap_fraction, _draw(ctx))
     t_end = t_final * best_lat
     t0 = start_temperature(uphill, t0_accept) or t_end
@@ -329,16 +333,19 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     for name in args.instance:
         inst = instances.load(name) if "@" in name else Instance.from_file(name)
-        solve(inst, "sa", time_limit=5.0, seed=0, moves=1000, restarts=1)  # compile
+        solve(inst, "sa", time_limit=300.0, seed=0, moves=1000, restarts=1)  # compile
         compiler = solve(inst, "compiler", time_limit=10.0)
         res = solve(inst, "sa", time_limit=args.time_limit, seed=args.seed, moves=args.moves,
                     restarts=args.restarts)
-        print(f"{inst.name}: {res.notes['sa_moves']} moves in {res.wall_s:.1f} s, "
-              f"{res.notes['moves_per_s'] / 1e6:.2f} M moves/s (kernel wall clock; "
-              f"{res.notes['moves_per_cpu_s'] / 1e6:.2f} M per CPU second), "
+        notes = {"sa_moves": 0, "moves_per_s": 0.0, "moves_per_cpu_s": 0.0, "sa_anneals": 0,
+                 "sa_accepted": 0.0, "sa_infeasible": 0.0, **res.notes}
+        print(f"{inst.name}: {notes['sa_moves']} moves in {res.wall_s:.1f} s, "
+              f"{notes['moves_per_s'] / 1e6:.2f} M moves/s (kernel wall clock; "
+              f"{notes['moves_per_cpu_s'] / 1e6:.2f} M per CPU second), "
               f"latency {res.latency:.9g} s (compiler {compiler.latency:.9g} s, "
-              f"speedup {compiler.latency / res.latency:.4f}), anneals {res.notes['sa_anneals']}, "
-              f"accepted {res.notes['sa_accepted']:.3f}, infeasible {res.notes['sa_infeasible']:.3f}")
+              f"speedup {compiler.latency / res.latency:.4f}), anneals {notes['sa_anneals']}, "
+              f"accepted {notes['sa_accepted']:.3f}, infeasible {notes['sa_infeasible']:.3f}"
+              f"{', hard stop' if notes.get('hard_stop') else ''}")
 
 
 if __name__ == "__main__":

@@ -170,6 +170,9 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
     lat = state_f[0]
     temp = state_f[1]
     best = state_f[2]
+    # The best placement is copied out lazily: only when the chain leaves it (or at
+    # the end), so a run of improving moves costs no copies.
+    at_best = lat == best
     infeasible = 0
     accepted = 0
     improved = 0
@@ -203,6 +206,11 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
                 place[t1] = a
                 continue
             place[t2] = a
+            if at_best:  # leaving the best placement: keep a copy of it
+                best_place[:] = place
+                best_place[t1] = a
+                best_place[t2] = b
+                at_best = False
             s1 = size[t1]
             s2 = size[t2]
             shift_load(t1, a, -s1, weight_bytes, act_load, tree_max, tree_add, leaves,
@@ -227,6 +235,9 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
                                       tensor_ptr, tensor_access, access_op)
             if not (delta <= 0.0 or np.random.random() < math.exp(-delta / temp)):
                 continue
+            if at_best:
+                best_place[:] = place
+                at_best = False
             place[t1] = b
             shift_load(t1, a, -size[t1], weight_bytes, act_load, tree_max, tree_add, leaves,
                        start, end, is_weight)
@@ -236,8 +247,10 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
         lat += delta
         if lat < best:
             best = lat
-            best_place[:] = place
+            at_best = True
             improved += 1
+    if at_best:
+        best_place[:] = place
     state_f[0] = lat
     state_f[1] = temp
     state_f[2] = best
@@ -410,6 +423,7 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
     for l in range(n_levels):
         over[l] = _overflow(l, weight_bytes, tree_max, capacity)
         total_over += over[l]
+    at_best = total_over == 0 and lat == best  # the best is copied out lazily, as above
     mt = np.empty(3, np.int64)  # the tensors a move changes, and their new levels
     mto = np.empty(3, np.int64)
     mfrom = np.empty(3, np.int64)
@@ -476,6 +490,11 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
                                            access_time, tensor_ptr, tensor_access, access_op)
                 place[t] = mto[i]
         if continue_move and delta + penalty <= threshold:
+            if at_best:  # leaving the best placement: keep a copy of it
+                best_place[:] = place
+                for i in range(m):
+                    best_place[mt[i]] = mfrom[i]
+                at_best = False
             for i in range(m):
                 t = mt[i]
                 shift_load(t, mfrom[i], -size[t], weight_bytes, act_load, tree_max, tree_add,
@@ -489,7 +508,7 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
             accepted += 1
             if total_over == 0 and lat < best:
                 best = lat
-                best_place[:] = place
+                at_best = True
                 improved += 1
         elif continue_move:
             for i in range(m - 1, -1, -1):
@@ -503,6 +522,8 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
             lam *= lam_down
             if lam < lam_min:
                 lam = lam_min
+    if at_best:
+        best_place[:] = place
     state_f[0] = lat
     state_f[1] = temp
     state_f[2] = best
@@ -515,14 +536,17 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
 
 @njit(cache=True, nogil=True)
 def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, threshold,
-                  max_passes, compute, op_ptr, op_tensor, access_time, tensor_ptr,
+                  max_passes, max_pairs, compute, op_ptr, op_tensor, access_time, tensor_ptr,
                   tensor_access, access_op, size, start, end, is_weight, capacity):
     """Local search on a capacity-valid placement (changed in place, kept valid): apply
     every single move and every swap that lowers the latency by more than `threshold`,
-    in index order, until a pass finds none (or `max_passes`). Returns the latency change."""
+    in index order, until a pass finds none (or `max_passes`; swaps are looked at up to
+    `max_pairs` times in all, which bounds the time on large instances). Returns the
+    latency change."""
     n_tensors = place.shape[0]
     n_levels = capacity.shape[0]
     total = 0.0
+    pairs = 0
     for _pass in range(max_passes):
         improved = False
         for t in range(n_tensors):
@@ -542,11 +566,14 @@ def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, thr
                     total += d
                     improved = True
         for t1 in range(n_tensors):
+            if pairs >= max_pairs:
+                break
             for t2 in range(t1 + 1, n_tensors):
                 a = place[t1]
                 b = place[t2]
                 if a == b:
                     continue
+                pairs += 1
                 if not (_swap_fits(a, t1, t2, weight_bytes, act_load, tree_max, tree_add,
                                    leaves, capacity, size, start, end, is_weight)
                         and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
