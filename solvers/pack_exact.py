@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 # the clock is read in object mode every 1024 nodes, holding the GIL only then
-warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel",
+warnings.filterwarnings("ignore", message=".*Code running in object mode",
                         category=numba.NumbaWarning)
 
 PACKED = 0

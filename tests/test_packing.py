@@ -297,3 +297,18 @@ def test_cli_alignment_column_is_read(tmp_path):
     assert run(["pack", str(src), "--capacity", "7", "-o", str(out)]).exit_code == 0
     rows = list(csv.DictReader(out.open()))
     assert sorted(r["offset"] for r in rows) == ["0", "4"] and rows[1]["alignment"] == "2"
+
+
+def test_two_search_threads_return_a_valid_packing():
+    path = BENCH / "challenging" / "C.1048576.csv"
+    if not path.exists():
+        pytest.skip("MiniMalloc benchmarks not present")
+    buffers = read_buffers(path).buffers
+    result = pack(buffers, 1048576, method="exact-search", time_limit=60, workers=2)
+    assert result.status == "packed"
+    assert pairwise_ok(buffers, result.offsets, 1048576)
+
+
+def test_cli_heuristic_that_cannot_fit_exits_4():
+    result = run(["pack", str(EXAMPLE), "--capacity", "11", "--method", "first-fit"])
+    assert result.exit_code == 4 and "proves nothing" in result.output
