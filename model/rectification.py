@@ -35,14 +35,16 @@ class Rectified(NamedTuple):
     offsets: np.ndarray | None  # int64 offset per tensor, -1 off addressed levels; None without them
 
 
-class _Tables(NamedTuple):
+class RectifyTables(NamedTuple):
+    """Weights in rank order, and per step the activations live there in rank order."""
+
     weights_by_rank: np.ndarray
     step_ptr: np.ndarray
     step_tensor: np.ndarray
 
 
-def _tables(instance: Instance) -> _Tables:
-    """Weights in rank order, and for each step the activations live there in rank order."""
+def rectify_tables(instance: Instance) -> RectifyTables:
+    """The tables the rectify kernel reads, built once per instance."""
     cached = getattr(instance, "_rectify_tables", None)
     if cached is not None:
         return cached
@@ -59,7 +61,7 @@ def _tables(instance: Instance) -> _Tables:
     step_tensor = tensor_rep[order].astype(np.int64)
     step_ptr = np.zeros(instance.n_ops + 1, np.int64)
     np.cumsum(np.bincount(steps, minlength=instance.n_ops), out=step_ptr[1:])
-    tables = _Tables(weights_by_rank, step_ptr, step_tensor)
+    tables = RectifyTables(weights_by_rank, step_ptr, step_tensor)
     instance._rectify_tables = tables
     return tables
 
@@ -89,7 +91,7 @@ def _rectify(instance: Instance, placement, packer: Packer | None,
     i = instance
     place = as_placement(i, placement).copy()
     load = kernels.load_kernel(place, i.size, i.start, i.end, i.n_levels, i.n_ops)
-    tables = _tables(i)
+    tables = rectify_tables(i)
     offsets = np.full(i.n_tensors, -1, np.int64) if i.has_addressed_levels else None
     for l in range(i.n_levels):
         if l < i.n_levels - 1:

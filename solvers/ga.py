@@ -35,7 +35,7 @@ from deap import base, creator, tools
 from numba import njit
 
 from memplace.model import Instance, kernels, rectify
-from memplace.model.rectification import _tables
+from memplace.model.rectification import rectify_tables
 from memplace.solvers.base import ParameterError, SearchContext, check_range, register
 
 # DEAP's creator classes live in its module namespace: made once, whoever imports first.
@@ -98,7 +98,7 @@ def repair_latency_batch_kernel(population, compute, op_ptr, op_tensor, access_t
 def repair_latency_batch(inst: Instance, population: np.ndarray) -> np.ndarray:
     """Rectify every row of an int64[P, T] placement array in place; return the latencies."""
     i = inst
-    tables = _tables(i)
+    tables = rectify_tables(i)
     by_rank_desc = getattr(i, "_by_rank_desc", None)
     if by_rank_desc is None:
         by_rank_desc = np.argsort(-i.rectify_rank, kind="stable").astype(np.int64)
