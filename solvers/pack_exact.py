@@ -435,6 +435,8 @@ LIMIT_GROWTH = 3
 
 def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
     """Groups of buffer indices that no time cut separates (packable independently)."""
+    if lowers.size == 0:
+        return []
     order = np.argsort(lowers, kind="mergesort")
     parts, start, reach = [], 0, None
     for k, i in enumerate(order):
@@ -555,10 +557,13 @@ def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
     """(status, offsets, nodes): PACKED with every offset, INFEASIBLE (proven) or TIME_LIMIT."""
     deadline = -1.0 if time_limit is None else time.perf_counter() + time_limit
     offsets = np.full(sizes.size, -1, np.int64)
+    # empty buffers take no memory: offset 0 is aligned and meets nothing
+    offsets[sizes == 0] = 0
+    busy = np.flatnonzero(sizes > 0)
     total_nodes = 0
     timed_out = False
     # smallest parts first: an infeasible small part settles the question quickly
-    for part in sorted(_parts(lowers, uppers), key=len):
+    for part in sorted((busy[p] for p in _parts(lowers[busy], uppers[busy])), key=len):
         status, got, nodes = _solve_part(sizes[part], lowers[part], uppers[part],
                                          alignments[part], capacity, deadline, node_limit,
                                          default_workers() if workers is None else workers)

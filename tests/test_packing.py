@@ -312,3 +312,11 @@ def test_two_search_threads_return_a_valid_packing():
 def test_cli_heuristic_that_cannot_fit_exits_4():
     result = run(["pack", str(EXAMPLE), "--capacity", "11", "--method", "first-fit"])
     assert result.exit_code == 4 and "proves nothing" in result.output
+
+
+def test_empty_buffers_get_an_offset_too():
+    buffers = [Buffer("a", 0, 1, 3, 2), Buffer("b", 0, 1, 5), Buffer("empty", 0, 1, 0)]
+    for method in ("exact", "exact-search"):
+        result = pack(buffers, 8, method=method)
+        assert result.status == "packed" and (result.offsets >= 0).all()
+        assert pairwise_ok(buffers, result.offsets, 8)
