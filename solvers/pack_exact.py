@@ -149,11 +149,14 @@ def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, 
     """
     n = sizes.size
     # a buffer placed above `high` raises the watermark past the slack of some section:
-    # almost always dead, so such buffers are tried last and left unsorted
+    # dead unless it is the last buffer of every such section; the few that may live
+    # are tried last, unsorted
     high = capacity
+    tight = -1
     for s in range(slo, shi):
         if remaining[s] > 0 and capacity - remaining[s] < high:
             high = capacity - remaining[s]
+            tight = s
     m = capacity + 1
     k = 0
     nlate = 0
@@ -167,6 +170,9 @@ def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, 
         if o + sizes[c] > capacity or o * n + c <= threshold:
             continue
         if o > high:
+            # above `high`, section `tight` overflows unless this buffer is all it has left
+            if not (sec_lo[c] <= tight < sec_hi[c] and remaining[tight] == sizes[c]):
+                continue
             nlate += 1
             late[n - nlate] = c
             continue
