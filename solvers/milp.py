@@ -17,7 +17,9 @@ maximal sets of simultaneously live tensors. Two back ends build the same model:
 Both start from the best heuristic placement, report HiGHS's proven bound as
 `ctx.lower_bound`, and set `ctx.proven_optimal` only when the relative gap
 between the offered placement and that bound is within `gap` (plus 1e-12 for
-rounding). On addressed levels the capacity rows are a relaxation of the offset
+rounding). With `verify` (highspy only), a claimed optimum is re-solved without
+the start and the lower of the two bounds is kept (see `_verify`: HiGHS 1.15.1
+once ended a started search "Optimal" 0.04% above the optimum). On addressed levels the capacity rows are a relaxation of the offset
 constraints (spec section 5): the bound stays valid, the solution is packed with
 `placement_packer` (tensors that cannot be packed move down, canonically), and the
 gap is measured on the packed placement's latency.
@@ -100,9 +102,10 @@ def offer_valid(ctx: SearchContext, place: np.ndarray, packer=None) -> np.ndarra
 
 @register("milp", "exact MILP (HiGHS): binary per tensor and level, capacity rows on the "
           "maximal live sets; proven bound and gap",
-          params={"gap": 1e-6, "threads": 1, "backend": "auto", "pack_rounds": 8, "log": False})
+          params={"gap": 1e-6, "threads": 1, "backend": "auto", "pack_rounds": 8, "verify": True,
+                  "log": False})
 def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, pack_rounds: int,
-               log: bool) -> None:
+               verify: bool, log: bool) -> None:
     check_range("milp", "gap", gap, 0.0, 1.0)
     check_range("milp", "pack_rounds", pack_rounds, 0)
     check_range("milp", "threads", threads, 1, 256)
@@ -139,9 +142,47 @@ def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, pack_
         if moved:
             ctx.notes["moved_by_rectify"] = int((final != place).sum())
     _report_bound(ctx, bound, gap)
+    if verify and ctx.proven_optimal and chosen == "highspy":
+        bound = _verify(ctx, form, gap, threads, log, bound)
     if moved and inst.has_addressed_levels and not ctx.proven_optimal:
         _shrink_addressed(ctx, gap, threads, solve_model, pack_rounds, packer, log)
         _report_bound(ctx, bound, gap)
+
+
+def _verify(ctx: SearchContext, form, gap: float, threads: int, log: bool,
+            bound: float) -> float:
+    """Solve again on another path (no start, another seed) and keep the lower of the
+    two bounds: HiGHS 1.15.1 has been seen to end a search from a start as "Optimal"
+    at a placement 0.04% above the optimum (a 15-tensor chain; without the start, or
+    without presolve, it found the optimum). Optimality stands only if the lower
+    bound still closes the gap."""
+    from memplace.solvers.milp_highs import run_highs
+    time_limit = ctx.remaining() - HIGHS_MARGIN_S
+    if time_limit <= 0:
+        ctx.proven_optimal = False
+        return bound
+    out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed + 1, time_limit=time_limit,
+                    should_stop=ctx.should_stop, on_solution=lambda v: _offer_values(ctx, form, v),
+                    log=log)
+    ctx.notes["verify_status"] = out.status
+    ctx.notes["verify_s"] = round(out.seconds, 3)
+    if out.values is not None:
+        _offer_values(ctx, form, out.values)
+    if out.status != "Optimal" or not abs(out.bound - bound) <= gap * abs(bound) + 1e-12 * abs(bound):
+        ctx.notes["verify_disagrees"] = True
+    ctx.proven_optimal = False
+    new_bound = min(bound, out.bound)
+    _report_bound(ctx, new_bound, gap)
+    return new_bound
+
+
+def _offer_values(ctx: SearchContext, form, values: np.ndarray) -> None:
+    """Offer an incumbent HiGHS found, packed with the model's first-fit (cheap); the
+    final one is packed with the strongest packer."""
+    if ctx.frozen:
+        return
+    ctx.count(1)
+    offer_valid(ctx, form.placement(values), None)
 
 
 def _shrink_addressed(ctx: SearchContext, gap: float, threads: int, solve_model,
@@ -190,17 +231,9 @@ def _report_bound(ctx: SearchContext, bound: float, gap: float) -> None:
 def _solve_highspy(ctx, form, warm, gap, threads, time_limit, log):
     from memplace.solvers.milp_highs import run_highs
 
-    def on_solution(values: np.ndarray) -> None:
-        if ctx.frozen:
-            return
-        ctx.count(1)
-        # Intermediate incumbents are packed with the model's first-fit (cheap); the
-        # final one with the strongest packer.
-        offer_valid(ctx, form.placement(values), None)
-
     out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed, time_limit=time_limit,
                     warm=form.columns(warm), should_stop=ctx.should_stop,
-                    on_solution=on_solution, log=log)
+                    on_solution=lambda v: _offer_values(ctx, form, v), log=log)
     ctx.notes["nodes"] = out.nodes
     ctx.notes["highs_s"] = round(out.seconds, 3)
     return out.values, out.bound, out.status

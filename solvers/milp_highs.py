@@ -354,7 +354,8 @@ class HighsOutcome:
 
 def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
               time_limit: float | None, warm: np.ndarray | None = None,
-              should_stop=None, on_solution=None, log: bool = False) -> HighsOutcome:
+              should_stop=None, on_solution=None, log: bool = False,
+              options: dict | None = None) -> HighsOutcome:
     """Solve the MILP with highspy. `warm`: column values of a feasible start.
     `should_stop()` is polled by HiGHS; `on_solution(values)` sees each improving
     incumbent (column values of the original model)."""
@@ -368,6 +369,8 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
     # an op's time, which the rounded placement does not: tolerances far below `gap`.
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)
     h.passModel(highs_model(form))
     if warm is not None:
         h.setSolution(_solution(warm))

@@ -53,6 +53,19 @@ def test_dp_equals_milp_on_chains_at_fine_discretisation(seed):
     assert dp.notes["dp_latency"] == pytest.approx(dp.latency, rel=1e-9)
 
 
+def test_milp_optimum_on_a_chain_where_highs_alone_stopped_early():
+    # HiGHS 1.15.1 from the heuristic start reported "Optimal" at 5.03287e-06 here;
+    # the exact DP (and HiGHS without the start) find 5.03099e-06.
+    inst = Instance.from_dict(chain_instance_dict(2025, n_ops=8, tight=0.30078125))
+    dp = solve(inst, "dp", time_limit=30, buckets=FINE, max_keys=10**4, max_labels=10**4)
+    exact = solve(inst, "milp", time_limit=30)
+    assert dp.notes["exact"]
+    assert dp.latency == pytest.approx(5.030990703998506e-06, rel=1e-12)
+    assert exact.latency == pytest.approx(dp.latency, rel=1e-9)
+    assert exact.lower_bound <= dp.latency * (1 + 1e-9)
+    assert exact.status == "optimal" and exact.notes["verify_disagrees"]
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n_ops=st.integers(2, 10), tight=st.floats(0.05, 1.0))
 def test_dp_equals_milp_on_chains_property(seed, n_ops, tight):
