@@ -90,8 +90,9 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
                 lowest = v
                 if v <= base:
                     break
-        if lowest <= base:
+        if lowest <= base or lowest + rem <= capacity:
             continue
+        # only stranded buffers can still bring the section's lowest start down
         for k in range(sec_ptr[s], sec_ptr[s + 1]):
             c = sec_members[k]
             if placed[c]:
@@ -117,6 +118,8 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
                 return True
             if v < lowest:
                 lowest = v
+                if lowest + rem <= capacity:
+                    break
         if lowest + rem > capacity:
             return True
     return False
