@@ -1,10 +1,11 @@
 """`sa`: simulated annealing on the exact latency delta, in Numba.
 
 Moves: one tensor to another level; or (probability `swap_fraction`) a swap of two
-tensors on different levels, of which a fraction `pair_fraction` swaps one tensor
-against two of the other level (one big weight out, two smaller in: the exchange
-the optimum of resnet101@nnpi needs, which single moves and swaps reach only over
-worse states). The latency change of a move is the model's delta kernel
+tensors on different levels, of which a fraction `group_fraction` swaps one tensor
+against 2..`group_max` tensors of the other level (one big weight out, several
+smaller in: the exchanges the optima of resnet101@nnpi (one 589824-byte weight for
+two of 262144) and of the transformers (one 2359296-byte weight for four of 589824)
+need, which single moves and swaps reach only over worse states). The latency change of a move is the model's delta kernel
 (`move_delta_kernel`, once per tensor moved), so the latency tracked during the
 search is the spec latency up to rounding; it is recomputed exactly after every chunk.
 
@@ -21,7 +22,7 @@ so the chain spends about 9% of its moves slightly over capacity and can cross
 between feasible regions. Only capacity-valid placements are recorded as best; after
 every chunk an overflowing current state is also repaired by the canonical rectify
 and kept if better. `penalty=False`: feasibility throughout (a move is tried only if
-every level that gains bytes still fits), no pair swaps. Either way what is offered
+every level that gains bytes still fits), no group swaps. Either way what is offered
 is valid. Addressed levels are searched by capacity; the placement offered is given
 offsets by the canonical rectify (tensors that cannot be packed move down).
 
@@ -104,7 +105,7 @@ class Annealer:
         return float(self.state[2])
 
     def run(self, n_moves: int, temperature: float, alpha: float, swap_fraction: float,
-            seed: int, pair_fraction: float = 0.0) -> None:
+            seed: int, group_fraction: float = 0.0, group_max: int = 4) -> None:
         """n_moves moves from `temperature`, multiplied by `alpha` before each move."""
         i = self.inst
         self.state[1] = temperature
@@ -113,7 +114,8 @@ class Annealer:
         if self.penalty:
             anneal_penalty_kernel(self.place, self.state, self.best_place, self.weight_bytes,
                                   self.act_load, self.tree_max, self.tree_add, self.leaves,
-                                  n_moves, alpha, swap_fraction, pair_fraction, seed, *self.lam,
+                                  n_moves, alpha, swap_fraction, group_fraction, group_max,
+                                  seed, *self.lam,
                                   self.max_gain, self.stats,
                                   i.compute, i.op_ptr, i.op_tensor, i.access_time,
                                   i.tensor_ptr, i.tensor_access, i.access_op, i.size,
@@ -206,10 +208,10 @@ def _offer(ctx: SearchContext, place: np.ndarray, lat: float, packer=None) -> No
           "adaptive capacity penalty, calibrated geometric cooling, restarts from the best",
           params={"moves": 0, "restarts": 4, "t0_accept": 0.1, "t_final": 1e-6,
                   "swap_fraction": 0.3, "reheat": 0.3, "chunk": 200_000, "penalty": True,
-                  "pair_fraction": 0.5})
+                  "group_fraction": 0.5, "group_max": 4})
 def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_final: float,
              swap_fraction: float, reheat: float, chunk: int, penalty: bool,
-             pair_fraction: float) -> None:
+             group_fraction: float, group_max: int) -> None:
     check_range("sa", "moves", moves, 0)
     check_range("sa", "restarts", restarts, 1)
     check_range("sa", "t0_accept", t0_accept, 1e-6, 1 - 1e-6)
@@ -217,7 +219,8 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
     check_range("sa", "swap_fraction", swap_fraction, 0.0, 1.0)
     check_range("sa", "reheat", reheat, 1e-6, 10.0)
     check_range("sa", "chunk", chunk, 1)
-    check_range("sa", "pair_fraction", pair_fraction, 0.0, 1.0)
+    check_range("sa", "group_fraction", group_fraction, 0.0, 1.0)
+    check_range("sa", "group_max", group_max, 2, 16)
     inst = ctx.instance
 
     seeds = seed_placements(inst)
@@ -232,6 +235,7 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
     ann = Annealer(inst, best_place, penalty=penalty, lam=byte_value(inst) if penalty else 0.0)
     ann.run(0, 1.0, 1.0, swap_fraction, 0)  # compile both kernels now, also when stopped early
     polish(inst, best_place, max_passes=0)  # (`memplace warmup` stops at the first offer)
+    ann.kernel_s = ann.kernel_cpu_s = 0.0  # speed figures without the compile time
     uphill = ann.sample_uphill(UPHILL_SAMPLES, swap_fraction, _draw(ctx))
     t_end = t_final * best_lat
     t0 = start_temperature(uphill, t0_accept) or t_end
@@ -276,7 +280,7 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
             temperature = temp0 * ratio ** (done / planned)
             alpha = ratio ** (1.0 / planned)
             before = ann.kernel_s
-            ann.run(n, temperature, alpha, swap_fraction, _draw(ctx), pair_fraction)
+            ann.run(n, temperature, alpha, swap_fraction, _draw(ctx), group_fraction, group_max)
             spent = ann.kernel_s - before
             if spent > 0:
                 rate = n / spent

@@ -395,15 +395,17 @@ def _overflow_after(l, m, mt, mfrom, mto, weight_bytes, act_load, tree_max, tree
 
 @njit(cache=True, nogil=True)
 def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max,
-                          tree_add, leaves, n_moves, alpha, swap_fraction, pair_fraction, seed,
+                          tree_add, leaves, n_moves, alpha, swap_fraction, group_fraction,
+                          group_max, seed,
                           lam_up, lam_down, lam_min, lam_max, max_gain, stats,
                           compute, op_ptr, op_tensor, access_time, tensor_ptr, tensor_access,
                           access_op, size, start, end, is_weight, capacity):
     """`n_moves` Metropolis moves on latency + lam x (sum over levels of peak overflow bytes).
 
     Moves: with probability `swap_fraction` a swap (t1 on level a <-> t2 on level b),
-    of which a fraction `pair_fraction` swaps t1 against two tensors t2, t3 of level b
-    (one big tensor out, two smaller in); otherwise one tensor to another level.
+    of which a fraction `group_fraction` swaps t1 against 2..`group_max` tensors of
+    level b (one big tensor out, several smaller in); otherwise one tensor to another
+    level.
     Placements may overflow; `best_place` receives only capacity-valid ones.
     state_f = [latency, temperature, best valid latency, lam]. After every move lam is
     multiplied by `lam_up` if the placement overflows, else by `lam_down` (clamped to
@@ -424,9 +426,9 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
         over[l] = _overflow(l, weight_bytes, tree_max, capacity)
         total_over += over[l]
     at_best = total_over == 0 and lat == best  # the best is copied out lazily, as above
-    mt = np.empty(3, np.int64)  # the tensors a move changes, and their new levels
-    mto = np.empty(3, np.int64)
-    mfrom = np.empty(3, np.int64)
+    mt = np.empty(group_max + 1, np.int64)  # the tensors a move changes, their levels
+    mto = np.empty(group_max + 1, np.int64)
+    mfrom = np.empty(group_max + 1, np.int64)
     infeasible = 0
     accepted = 0
     improved = 0
@@ -437,20 +439,29 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
         m = 1
         mt[0] = t1
         if np.random.random() < swap_fraction:
-            pair = np.random.random() < pair_fraction
+            group = np.random.random() < group_fraction
             for _try in range(8):
                 u = np.random.randint(0, n_tensors)
                 if place[u] != a:
                     mt[1] = u
                     m = 2
                     break
-            if m == 2 and pair:
-                for _try in range(8):
-                    u = np.random.randint(0, n_tensors)
-                    if place[u] == place[mt[1]] and u != mt[1]:
-                        mt[2] = u
-                        m = 3
+            if m == 2 and group:
+                b = place[mt[1]]
+                want = np.random.randint(2, group_max + 1)
+                for _try in range(8 * want):
+                    if m > want:
                         break
+                    u = np.random.randint(0, n_tensors)
+                    if place[u] != b:
+                        continue
+                    fresh = True
+                    for j in range(1, m):
+                        if mt[j] == u:
+                            fresh = False
+                    if fresh:
+                        mt[m] = u
+                        m += 1
         if m == 1:
             b = np.random.randint(0, n_levels - 1)
             if b >= a:

@@ -62,7 +62,7 @@ def test_annealing_from_the_slowest_placement_finds_the_optimum(seed, n_tensors,
     lat = ann.latency
     scale = max(lat - best, lat * 1e-3)  # geometric cooling over 60k moves, no heuristic seed
     t0, t_end = scale, scale * 1e-6
-    ann.run(60_000, t0, (t_end / t0) ** (1 / 60_000), 0.3, seed, pair_fraction=0.3)
+    ann.run(60_000, t0, (t_end / t0) ** (1 / 60_000), 0.3, seed, group_fraction=0.3)
     ann.resync()
     assert ann.best_latency == pytest.approx(best, rel=1e-12, abs=0)
     assert capacity_ok(inst, ann.best_place)
@@ -98,7 +98,7 @@ def test_tracked_latency_and_loads_match_a_full_evaluation(seed, swap_fraction, 
     rng = np.random.default_rng(seed)
     ann = Annealer(inst, random_valid_placement(inst, rng), penalty=penalty,
                    lam=byte_value(inst) * 0.01)  # a weak penalty: overflowing states visited
-    ann.run(3_000, ann.latency * 0.05, 1.0, swap_fraction, seed, pair_fraction=0.5)
+    ann.run(3_000, ann.latency * 0.05, 1.0, swap_fraction, seed, group_fraction=0.5)
     assert ann.stats[2] > 0  # hot: many accepted moves
     assert ann.latency == pytest.approx(latency(inst, ann.place), rel=1e-9, abs=1e-18)
     assert ann.best_latency == pytest.approx(latency(inst, ann.best_place), rel=1e-9, abs=1e-18)
@@ -114,7 +114,7 @@ def test_bookkeeping_stays_exact_over_a_million_moves_on_resnet50(penalty):
     from memplace import instances
     inst = instances.load("resnet50@nnpi")
     ann = Annealer(inst, inst.slowest_placement(), penalty=penalty, lam=byte_value(inst))
-    ann.run(1_000_000, ann.latency * 1e-3, 0.999995, 0.3, 1, pair_fraction=0.5)
+    ann.run(1_000_000, ann.latency * 1e-3, 0.999995, 0.3, 1, group_fraction=0.5)
     assert ann.stats[2] > 10_000
     assert ann.latency == pytest.approx(latency(inst, ann.place), rel=1e-9)
     assert ann.best_latency == pytest.approx(latency(inst, ann.best_place), rel=1e-9)
@@ -175,7 +175,7 @@ def test_sa_beats_or_matches_the_compiler_heuristic():
     assert res.latency < compiler * 0.995  # the heuristic leaves more than 0.5% on resnet50
 
 
-@pytest.mark.parametrize("key,value", [("swap_fraction", 1.5), ("restarts", 0), ("pair_fraction", -0.1),
+@pytest.mark.parametrize("key,value", [("swap_fraction", 1.5), ("restarts", 0), ("group_fraction", -0.1), ("group_max", 1),
                                        ("t0_accept", 1.0), ("moves", -1)])
 def test_out_of_range_parameters_are_named(key, value):
     inst = Instance.from_dict(random_instance_dict(1))
