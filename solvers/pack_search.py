@@ -1,0 +1,407 @@
+"""The search kernel of the exact packer: depth-first over canonical packings.
+
+Canonical packings. Let every buffer of a valid packing fall as low as it can
+(to the aligned top of the highest time-overlapping buffer below it, or 0).
+The packing stays valid, and taking its buffers by increasing offset (ties by
+a fixed rank) each one sits exactly on the rounded-up *floor* of its lifespan
+(the highest top of the already-placed buffers it overlaps). So it suffices
+to search sequences in which buffers are placed on their floor with the pair
+(offset, rank) strictly increasing. The last placed offset is a *watermark*:
+no later buffer goes below it, and a buffer whose floor is under it is
+*stranded*: it has to be lifted by another unplaced buffer first.
+
+Section bound. The time axis is cut at every lifespan end into sections. In a
+section the unplaced buffers stack on top of each other, the lowest no lower
+than the lowest start any of them can still have (its floor, the watermark,
+or for a stranded buffer the top of the lowest neighbour that could lift it);
+if that plus their total size exceeds the capacity, the node is dead. With the
+watermark this is strong: choosing a buffer that is not among the lowest
+wastes the space below it in every other section, fatal at once where a
+section has no slack.
+
+Independent groups. When the unplaced buffers of the current scope fall apart
+into groups that no lifespan connects, each group is packed on its own; the
+failure of one fails the split without revisiting the others.
+
+The oracles that check it are the brute-force searches in tests/test_packing.py.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numba
+import numpy as np
+from numba import njit
+
+# the clock is read in object mode every 1024 nodes, holding the GIL only then
+warnings.filterwarnings("ignore", message=".*Code running in object mode",
+                        category=numba.NumbaWarning)
+
+PACKED = 0
+INFEASIBLE = 1
+NODE_LIMIT = 2
+TIME_LIMIT = 3
+STOPPED = 4  # another search of the same problem finished first
+
+
+@njit(cache=True, nogil=True)
+def _round_up(x, a):
+    return ((x + a - 1) // a) * a
+
+
+@njit(cache=True, nogil=True)
+def _now():
+    with numba.objmode(t="float64"):
+        t = time.perf_counter()
+    return t
+
+
+@njit(cache=True, nogil=True)
+def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed, maxfloor,
+          floor, remaining, capacity, n, threshold, lift, stamp, node):
+    """True when, in some section of [slo, shi), the unplaced buffers cannot stack above
+    their lowest possible start.
+
+    `threshold` is the (offset, rank) key of the last placement: the watermark is
+    its offset, and a buffer whose own key is not above it is *stranded*: it must
+    first be lifted by an unplaced buffer it overlaps in time, which starts at or
+    above the watermark. `lift`/`stamp` cache that bound for this `node`."""
+    watermark = threshold // n
+    for s in range(slo, shi):
+        rem = remaining[s]
+        if rem > 0 and max(floor[s], watermark) + rem > capacity:
+            return True
+    for s in range(slo, shi):
+        rem = remaining[s]
+        if rem == 0:
+            continue
+        base = max(floor[s], watermark)  # nothing here can start lower
+        lowest = capacity
+        # buffers free to go next first: one of them at `base` settles the section
+        for k in range(sec_ptr[s], sec_ptr[s + 1]):
+            c = sec_members[k]
+            if placed[c]:
+                continue
+            v = _round_up(maxfloor[c], alignments[c])
+            if v * n + c > threshold and v < lowest:
+                lowest = v
+                if v <= base:
+                    break
+        if lowest <= base or lowest + rem <= capacity:
+            continue
+        # only stranded buffers can still bring the section's lowest start down
+        for k in range(sec_ptr[s], sec_ptr[s + 1]):
+            c = sec_members[k]
+            if placed[c]:
+                continue
+            v = _round_up(maxfloor[c], alignments[c])
+            if v * n + c > threshold:
+                continue
+            if stamp[c] != node:
+                stamp[c] = node
+                best = capacity + 1
+                for j in range(adj_ptr[c], adj_ptr[c + 1]):
+                    d = adj[j]
+                    if not placed[d]:
+                        u = _round_up(maxfloor[d], alignments[d])
+                        if u < watermark:
+                            u = watermark
+                        u += sizes[d]
+                        if u < best:
+                            best = u
+                lift[c] = _round_up(best, alignments[c])
+            v = lift[c]
+            if v + sizes[c] > capacity:
+                return True
+            if v < lowest:
+                lowest = v
+                if lowest + rem <= capacity:
+                    break
+        if lowest + rem > capacity:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross, floor_trail, ft,
+          maxfloor, mf_trail_idx, mf_trail_val, mt_from, mt_to):
+    placed[b] = False
+    offsets[b] = -1
+    for s in range(sec_lo[b], sec_hi[b]):
+        floor[s] = floor_trail[ft]
+        remaining[s] += sizes[b]
+        ft += 1
+    for s in range(sec_lo[b] + 1, sec_hi[b]):
+        cross[s] += 1
+    for k in range(mt_to - 1, mt_from - 1, -1):
+        maxfloor[mf_trail_idx[k]] = mf_trail_val[k]
+
+
+@njit(cache=True, nogil=True)
+def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, floor,
+                remaining, capacity, slo, shi, threshold, out, prio, late, valley_first):
+    """Fill `out` with the buffers that may come next in scope [slo, shi): key above
+    `threshold`, in the order to try them; returns how many.
+
+    Lowest offset first. Among the lowest, a buffer that spans its whole *valley*
+    (the run of sections, not yet finished, whose floor is no higher than its offset)
+    goes first when `valley_first`: it leaves no fragment beside it. Then by rank.
+    """
+    n = sizes.size
+    # a buffer placed above `high` raises the watermark past the slack of some section:
+    # dead unless it is the last buffer of every such section; the few that may live
+    # are tried last, unsorted
+    high = capacity
+    tight = -1
+    for s in range(slo, shi):
+        if remaining[s] > 0 and capacity - remaining[s] < high:
+            high = capacity - remaining[s]
+            tight = s
+    m = capacity + 1
+    k = 0
+    nlate = 0
+    for c in range(n):
+        if placed[c] or sec_lo[c] < slo or sec_hi[c] > shi:
+            continue
+        tp = twin_prev[c]
+        if tp >= 0 and not placed[tp]:
+            continue
+        o = _round_up(maxfloor[c], alignments[c])
+        if o + sizes[c] > capacity or o * n + c <= threshold:
+            continue
+        if o > high:
+            # above `high`, section `tight` overflows unless this buffer is all it has left
+            if not (sec_lo[c] <= tight < sec_hi[c] and remaining[tight] == sizes[c]):
+                continue
+            nlate += 1
+            late[n - nlate] = c
+            continue
+        out[k] = c
+        k += 1
+        if o < m:
+            m = o
+    for j in range(k):
+        c = out[j]
+        o = _round_up(maxfloor[c], alignments[c])
+        fit = n
+        if o == m and valley_first:
+            lo = sec_lo[c]
+            hi = sec_hi[c]
+            if (lo == slo or floor[lo - 1] > o or remaining[lo - 1] == 0) and \
+                    (hi == shi or floor[hi] > o or remaining[hi] == 0):
+                fit = 0
+        prio[j] = (o * 2 + (1 if fit else 0)) * n + c
+    # insertion sort by priority
+    for j in range(1, k):
+        v = prio[j]
+        c = out[j]
+        i = j
+        while i > 0 and prio[i - 1] > v:
+            prio[i] = prio[i - 1]
+            out[i] = out[i - 1]
+            i -= 1
+        prio[i] = v
+        out[i] = c
+    for j in range(nlate):
+        out[k + j] = late[n - 1 - j]
+    return k + nlate
+
+
+@njit(cache=True, nogil=True)
+def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members,
+           twin_prev, capacity, valley_first, node_limit, deadline, stop, offsets):
+    """Depth-first search over canonical packings of buffers ranked by index.
+
+    Fills `offsets` and returns (status, nodes): PACKED, INFEASIBLE (search space
+    exhausted), NODE_LIMIT or TIME_LIMIT (`deadline` in perf_counter seconds,
+    negative for none), or STOPPED when `stop[0]` turns non-zero. `valley_first`
+    picks the trial order of `_candidates`.
+
+    Each depth works inside a *scope*, an interval of sections. When the unplaced
+    buffers of a scope fall apart into time-disjoint groups, the depth keeps the
+    tightest group and the others wait on a pending list; a group that turns out
+    unpackable fails the whole split at once, without revisiting its siblings.
+    """
+    n = sizes.size
+    placed = np.zeros(n, np.bool_)
+    maxfloor = np.zeros(n, np.int64)
+    floor = np.zeros(nsec, np.int64)
+    remaining = np.zeros(nsec, np.int64)
+    cross = np.zeros(nsec + 1, np.int64)   # unplaced buffers alive on both sides of cut s
+    for i in range(n):
+        for s in range(sec_lo[i], sec_hi[i]):
+            remaining[s] += sizes[i]
+        for s in range(sec_lo[i] + 1, sec_hi[i]):
+            cross[s] += 1
+    for s in range(nsec):
+        if remaining[s] > capacity:
+            return INFEASIBLE, 0
+    total_width = 0
+    for i in range(n):
+        total_width += sec_hi[i] - sec_lo[i]
+    floor_trail = np.empty(total_width + 1, np.int64)
+    mf_trail_idx = np.empty(adj.size + 1, np.int64)
+    mf_trail_val = np.empty(adj.size + 1, np.int64)
+    chosen = np.empty(n + 1, np.int64)
+    tried = np.empty(n + 1, np.int64)      # (offset, rank) key of the placement above each depth
+    cand = np.empty((n + 1, n), np.int64)  # candidates of each depth, in trial order
+    ncand = np.zeros(n + 1, np.int64)
+    next_cand = np.zeros(n + 1, np.int64)
+    prio = np.empty(n, np.int64)
+    late = np.empty(n, np.int64)
+    floor_top = np.zeros(n + 2, np.int64)  # trail sizes at entry of each depth
+    mf_top = np.zeros(n + 2, np.int64)
+    scope_lo = np.empty(n + 1, np.int64)
+    scope_hi = np.empty(n + 1, np.int64)
+    fail_to = np.empty(n + 1, np.int64)    # depth to resume at when this depth runs dry
+    head = np.empty(n + 1, np.int64)       # pending groups (a linked list in the pool)
+    pool_top = np.empty(n + 1, np.int64)
+    npool = 2 * n + 4
+    p_lo = np.empty(npool, np.int64)
+    p_hi = np.empty(npool, np.int64)
+    p_thr = np.empty(npool, np.int64)
+    p_fail = np.empty(npool, np.int64)
+    p_next = np.empty(npool, np.int64)
+    comp_lo = np.empty(nsec + 1, np.int64)
+    comp_hi = np.empty(nsec + 1, np.int64)
+    comp_slack = np.empty(nsec + 1, np.int64)
+    lift = np.zeros(n, np.int64)
+    stamp = np.full(n, -1, np.int64)
+    key_base = np.int64(n)
+    nodes = 0
+    depth = 0
+    scope_lo[0] = 0
+    scope_hi[0] = nsec
+    fail_to[0] = -1
+    head[0] = -1
+    pool_top[0] = 0
+    tried[0] = -1
+    entering = True
+    while True:
+        if entering:
+            entering = False
+            # split the scope into time-disjoint groups of unplaced buffers
+            watermark = tried[depth] // key_base if tried[depth] >= 0 else 0
+            ncomp = 0
+            s = scope_lo[depth]
+            shi = scope_hi[depth]
+            while s < shi:
+                if remaining[s] == 0:
+                    s += 1
+                    continue
+                start = s
+                slack = capacity
+                while True:
+                    v = capacity - max(floor[s], watermark) - remaining[s]
+                    if v < slack:
+                        slack = v
+                    s += 1
+                    if s >= shi or cross[s] == 0:
+                        break
+                comp_lo[ncomp] = start
+                comp_hi[ncomp] = s
+                comp_slack[ncomp] = slack
+                ncomp += 1
+            while ncomp == 0:
+                # scope complete: continue with a pending group, or finish
+                e = head[depth]
+                if e < 0:
+                    return PACKED, nodes
+                scope_lo[depth] = p_lo[e]
+                scope_hi[depth] = p_hi[e]
+                tried[depth] = p_thr[e]
+                fail_to[depth] = p_fail[e]
+                head[depth] = p_next[e]
+                ncomp = 1
+                comp_lo[0] = p_lo[e]
+                comp_hi[0] = p_hi[e]
+            if ncomp >= 2:
+                first = 0
+                for k in range(1, ncomp):
+                    if comp_slack[k] < comp_slack[first]:
+                        first = k
+                for k in range(ncomp):
+                    if k == first:
+                        continue
+                    e = pool_top[depth]
+                    pool_top[depth] += 1
+                    p_lo[e] = comp_lo[k]
+                    p_hi[e] = comp_hi[k]
+                    p_thr[e] = tried[depth]
+                    p_fail[e] = fail_to[depth]
+                    p_next[e] = head[depth]
+                    head[depth] = e
+                scope_lo[depth] = comp_lo[first]
+                scope_hi[depth] = comp_hi[first]
+            else:
+                scope_lo[depth] = comp_lo[0]
+                scope_hi[depth] = comp_hi[0]
+            ncand[depth] = _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed,
+                                       maxfloor, floor, remaining, capacity, scope_lo[depth],
+                                       scope_hi[depth], tried[depth], cand[depth], prio,
+                                       late, valley_first)
+            next_cand[depth] = 0
+        best = -1
+        if next_cand[depth] < ncand[depth]:
+            best = cand[depth, next_cand[depth]]
+            next_cand[depth] += 1
+        slo = scope_lo[depth]
+        shi = scope_hi[depth]
+        if best < 0:
+            target = fail_to[depth]
+            if target < 0:
+                return INFEASIBLE, nodes
+            for d in range(depth - 1, target - 1, -1):
+                _undo(chosen[d], sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
+                      floor_trail, floor_top[d], maxfloor, mf_trail_idx, mf_trail_val,
+                      mf_top[d], mf_top[d + 1])
+            depth = target
+            continue
+        b = best
+        o = _round_up(maxfloor[b], alignments[b])
+        best_key = o * key_base + b
+        nodes += 1
+        if nodes > node_limit:
+            return NODE_LIMIT, nodes
+        if (nodes & 1023) == 0:
+            if stop[0] != 0:
+                return STOPPED, nodes
+            if deadline >= 0.0 and _now() > deadline:
+                return TIME_LIMIT, nodes
+        top = o + sizes[b]
+        placed[b] = True
+        offsets[b] = o
+        chosen[depth] = b
+        ft = floor_top[depth]
+        for s in range(sec_lo[b], sec_hi[b]):
+            floor_trail[ft] = floor[s]
+            floor[s] = top
+            remaining[s] -= sizes[b]
+            ft += 1
+        for s in range(sec_lo[b] + 1, sec_hi[b]):
+            cross[s] -= 1
+        floor_top[depth + 1] = ft
+        mt = mf_top[depth]
+        for k in range(adj_ptr[b], adj_ptr[b + 1]):
+            c = adj[k]
+            if not placed[c] and maxfloor[c] < top:
+                mf_trail_idx[mt] = c
+                mf_trail_val[mt] = maxfloor[c]
+                maxfloor[c] = top
+                mt += 1
+        mf_top[depth + 1] = mt
+        if _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed,
+                 maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes):
+            _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
+                  floor_trail, floor_top[depth], maxfloor, mf_trail_idx, mf_trail_val,
+                  mf_top[depth], mt)
+            continue
+        depth += 1
+        tried[depth] = best_key
+        scope_lo[depth] = slo
+        scope_hi[depth] = shi
+        fail_to[depth] = depth - 1
+        head[depth] = head[depth - 1]
+        pool_top[depth] = pool_top[depth - 1]
+        entering = True
