@@ -19,6 +19,7 @@ from memplace.solvers import pack_exact
 from memplace.solvers.pack_heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
 
 STATUSES = ("packed", "infeasible", "timeout", "failed")
+CLIMB_PROBE_S = 2.0  # seconds per climbing probe of `minimize` without a time limit
 
 
 @dataclass(frozen=True)
@@ -257,8 +258,8 @@ def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: i
 def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
              capacity: int | None = None) -> tuple[PackResult, int]:
     """The lowest height that packs, by exact searches at heights climbing from the peak
-    live size, then bisecting below the first that packs (each probe gets a share of
-    the time left).
+    live size (short probes), then one unit under the best height found, until a probe
+    fails or the time runs out.
 
     Returns (result, lower_bound): the result packs at `result.height`; the lower
     bound is the peak live size, raised past every height proven infeasible.
@@ -288,24 +289,28 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
             return PackResult(best, name, 0, "minimize", wall, nodes), lower
     upper = _height(sizes, best)
     proven_lower = lower
-    # The search prunes well when the capacity is tight and poorly with slack, so probe
-    # upward from the peak in growing steps until a height packs, then bisect below it.
-    # A packing lowers `upper`; a proof raises `proven_lower`; a probe that runs out of
-    # its share of the time only moves the next probe up.
-    probe_lower = lower
+    # The search prunes well when the capacity is tight and poorly with much slack, and
+    # it proves infeasibility just under the optimum slowly if at all. So: short probes
+    # climbing from the peak in growing steps until one packs, then down one unit under
+    # the best height so far, on all the time left, until a probe fails.
+    def time_left() -> float | None:
+        return None if deadline is None else deadline - time.perf_counter()
+
+    short = CLIMB_PROBE_S if time_limit is None else time_limit / 20
+    height = lower
     step = max(1, (upper - lower) // 64)
     climbing = True
-    while probe_lower < upper:
-        budget = None
-        if deadline is not None:
-            # the peak gets an eighth of the time, later probes a third of what is left
-            budget = (deadline - time.perf_counter()) / (8 if probe_lower == lower else 3)
-            if budget <= 0.01:
-                break
+    while proven_lower < upper:
+        left = time_left()
+        if left is not None and left <= 0.01:
+            break
+        if climbing and height >= upper - 1:
+            climbing = False  # climbed to the best height: spend what is left just under it
         if climbing:
-            height = min(probe_lower, upper - 1)
+            budget = short if left is None else min(short, left)
         else:
-            height = (probe_lower + upper - 1) // 2
+            height = upper - 1
+            budget = left
         code, got, used = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, height, budget)
         nodes += used
         if code == pack_exact.PACKED:
@@ -314,11 +319,12 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
         elif code == pack_exact.INFEASIBLE:
             # no packing at `height` means none at any lower height either
             proven_lower = max(proven_lower, height + 1)
-            probe_lower = height + 1
-        else:
-            probe_lower = height + 1
-        if climbing and code != pack_exact.PACKED:
-            probe_lower = height + step
+            height = max(height + 1, height + step if climbing else height + 1)
             step *= 2
+        elif climbing:
+            height += step
+            step *= 2
+        else:
+            break  # out of time one unit under the best
     wall = time.perf_counter() - start
     return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower
