@@ -157,9 +157,9 @@ def _verify(ctx: SearchContext, form, gap: float, threads: int, log: bool,
     without presolve, it found the optimum). Optimality stands only if the lower
     bound still closes the gap."""
     from memplace.solvers.milp_highs import run_highs
+    ctx.proven_optimal = False  # until verified (the wrapper may stop us first)
     time_limit = ctx.remaining() - HIGHS_MARGIN_S
     if time_limit <= 0:
-        ctx.proven_optimal = False
         return bound
     out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed + 1, time_limit=time_limit,
                     should_stop=ctx.should_stop, on_solution=lambda v: _offer_values(ctx, form, v),
@@ -170,7 +170,6 @@ def _verify(ctx: SearchContext, form, gap: float, threads: int, log: bool,
         _offer_values(ctx, form, out.values)
     if out.status != "Optimal" or not abs(out.bound - bound) <= gap * abs(bound) + 1e-12 * abs(bound):
         ctx.notes["verify_disagrees"] = True
-    ctx.proven_optimal = False
     new_bound = min(bound, out.bound)
     _report_bound(ctx, new_bound, gap)
     return new_bound
