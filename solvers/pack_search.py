@@ -245,7 +245,9 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     mf_trail_val = np.empty(adj.size + 1, np.int64)
     chosen = np.empty(n + 1, np.int64)
     tried = np.empty(n + 1, np.int64)      # (offset, rank) key of the placement above each depth
-    cand = np.empty((n + 1, n), np.int64)  # candidates of each depth, in trial order
+    # candidate lists of the depths on the current path, in trial order, end to end
+    pool = np.empty(max(1024, 4 * n), np.int64)
+    cand_start = np.zeros(n + 1, np.int64)
     ncand = np.zeros(n + 1, np.int64)
     next_cand = np.zeros(n + 1, np.int64)
     prio = np.empty(n, np.int64)
@@ -337,14 +339,20 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
             else:
                 scope_lo[depth] = comp_lo[0]
                 scope_hi[depth] = comp_hi[0]
+            start = cand_start[depth - 1] + ncand[depth - 1] if depth > 0 else 0
+            if start + n > pool.size:
+                grown = np.empty(2 * pool.size + n, np.int64)
+                grown[:pool.size] = pool
+                pool = grown
+            cand_start[depth] = start
             ncand[depth] = _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed,
                                        maxfloor, floor, remaining, capacity, scope_lo[depth],
-                                       scope_hi[depth], tried[depth], cand[depth], prio,
+                                       scope_hi[depth], tried[depth], pool[start:start + n], prio,
                                        late, valley_first)
             next_cand[depth] = 0
         best = -1
         if next_cand[depth] < ncand[depth]:
-            best = cand[depth, next_cand[depth]]
+            best = pool[cand_start[depth] + next_cand[depth]]
             next_cand[depth] += 1
         slo = scope_lo[depth]
         shi = scope_hi[depth]
