@@ -271,6 +271,8 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     lift = np.zeros(n, np.int64)
     stamp = np.full(n, -1, np.int64)
     key_base = np.int64(n)
+    # read the clock about every millisecond: nodes cost more as instances grow
+    clock_mask = 1023 if n <= 256 else 63 if n <= 1024 else 15
     nodes = 0
     depth = 0
     scope_lo[0] = 0
@@ -372,7 +374,7 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
         nodes += 1
         if nodes > node_limit:
             return NODE_LIMIT, nodes
-        if (nodes & 1023) == 0:
+        if (nodes & clock_mask) == 0:
             if stop[0] != 0:
                 return STOPPED, nodes
             if deadline >= 0.0 and _now() > deadline:
