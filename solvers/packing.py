@@ -206,12 +206,14 @@ def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
 
 def pack_arrays(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
                 alignments: np.ndarray, capacity: int, method: str = "first-fit",
-                order: np.ndarray | None = None) -> np.ndarray:
+                order: np.ndarray | None = None, time_limit: float | None = None) -> np.ndarray:
     """Offsets (int64, -1 = could not place) straight from arrays, for hot loops.
 
     With method "first-fit", buffers are placed in `order` (default: index order)
-    and those that do not fit get -1. Inputs are int64 arrays and are not
-    validated beyond what numba's typing enforces.
+    and those that do not fit get -1. The heuristics leave out only what does not
+    fit; the exact methods return all -1 unless everything packs (give them a
+    `time_limit` inside loops). Inputs are int64 arrays with half-open lifespans
+    and are not validated beyond what numba's typing enforces.
     """
     if method == "first-fit":
         if order is None:
@@ -221,7 +223,8 @@ def pack_arrays(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
     if method in HEURISTICS:
         return heuristic_offsets(sizes, lowers, uppers, alignments, np.int64(capacity),
                                  HEURISTICS[method])
-    status, offsets, _ = PACKERS[method](sizes, lowers, uppers, alignments, int(capacity), None)
+    status, offsets, _ = PACKERS[method](sizes, lowers, uppers, alignments, int(capacity),
+                                         time_limit)
     return offsets
 
 
