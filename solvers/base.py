@@ -223,7 +223,7 @@ def solve(instance: Instance, solver: str = "compiler", time_limit: float | None
         raise ParameterError(f"time_limit must be > 0 seconds, got {time_limit!r}")
     if not isinstance(seed, int) or seed < 0:
         raise ParameterError(f"seed must be an integer >= 0, got {seed!r}")
-    ctx = SearchContext(instance, time_limit, seed, callback, packer or default_packer())
+    ctx = SearchContext(instance, time_limit, seed, callback, packer or default_packer(time_limit))
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -245,13 +245,11 @@ def solve(instance: Instance, solver: str = "compiler", time_limit: float | None
     return _finish(ctx, info.name, params)
 
 
-def default_packer() -> Packer | None:
-    """The packer used for addressed levels in final placements (None: the model's first-fit)."""
-    try:
-        from memplace.solvers.packing import final_packer
-    except ImportError:
-        return None
-    return final_packer
+def default_packer(time_limit: float | None) -> Packer:
+    """The packer for addressed levels: compiler heuristics, then the exact search with
+    a budget of a tenth of the time limit (at most 5 s), then first-fit."""
+    from memplace.solvers.packing import placement_packer
+    return placement_packer(5.0 if time_limit is None else min(5.0, 0.1 * time_limit))
 
 
 def _finish(ctx: SearchContext, name: str, params: dict[str, Any]) -> Result:

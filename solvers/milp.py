@@ -27,11 +27,10 @@ gap is measured on the packed placement's latency.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
-from memplace.model import Instance, capacity_ok, first_fit_packer, latency, rectify
+from memplace.model import Instance, capacity_ok, latency, rectify
 from memplace.solvers.base import ParameterError, SearchContext, check_range, register
 
 BACKENDS = ("auto", "pyomo", "highspy")
@@ -55,35 +54,12 @@ def warm_start_with_offsets(inst: Instance) -> tuple[np.ndarray, np.ndarray | No
 
 
 def placement_packer(ctx: SearchContext, exact_budget_s: float = 5.0):
-    """ctx.packer, or else the packing module's best compiler heuristic, then its exact
-    search (sharing `exact_budget_s` seconds, at most a fifth of the time left, over
-    all calls), then first-fit in rectify's priority (the fallback that tells rectify
-    what to evict)."""
+    """ctx.packer, or else the packing module's placement packer with an exact-search
+    budget of `exact_budget_s` seconds (at most a fifth of the time left)."""
     if ctx.packer is not None:
         return ctx.packer
-    try:
-        from memplace.solvers.packing import PACKERS
-    except ImportError:
-        return None
-    best, exact = PACKERS.get("best-heuristic"), PACKERS.get("exact")
-    if best is None:
-        return None
-    left = [min(exact_budget_s, max(0.0, ctx.remaining() / 5))]
-
-    def pack(size, start, end, alignment, capacity, priority):
-        aligns = np.full(size.size, alignment, np.int64)
-        status, offsets, _ = best(size, start, end + 1, aligns, capacity, None)
-        if status == "packed":
-            return offsets
-        if exact is not None and left[0] > 0.05:
-            began = time.perf_counter()
-            status, offsets, _ = exact(size, start, end + 1, aligns, capacity,
-                                       min(left[0], 2.0))
-            left[0] -= time.perf_counter() - began
-            if status == "packed":
-                return offsets
-        return first_fit_packer(size, start, end, alignment, capacity, priority)
-    return pack
+    from memplace.solvers.packing import placement_packer as make_packer
+    return make_packer(min(exact_budget_s, max(0.0, ctx.remaining() / 5)))
 
 
 def offer_valid(ctx: SearchContext, place: np.ndarray, packer=None) -> np.ndarray:

@@ -361,7 +361,6 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
     incumbent (column values of the original model)."""
     import time
 
-    import highspy
     h = new_highs(threads, seed, time_limit, log)
     h.setOptionValue("mip_rel_gap", float(gap))
     h.setOptionValue("mip_abs_gap", 0.0)

@@ -81,7 +81,6 @@ def place_in_order(order, sizes, lowers, uppers, alignments, capacity, gap_rule)
 @njit(cache=True, nogil=True)
 def _order_by(primary, secondary):
     """Indices by decreasing primary, then decreasing secondary, then increasing index."""
-    n = primary.size
     first = np.argsort(-secondary, kind="mergesort")
     second = np.argsort(-primary[first], kind="mergesort")
     return first[second]

@@ -331,3 +331,28 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
             break  # out of time one unit under the best
     wall = time.perf_counter() - start
     return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower
+
+
+def placement_packer(exact_budget_s: float = 5.0):
+    """A packer for addressed levels in `memplace.model.rectify` (its `Packer` signature:
+    inclusive live ranges, priority = higher keeps its place): the best compiler
+    heuristic, then the exact search (sharing `exact_budget_s` seconds over all calls,
+    at most 2 s a call), then first-fit in rectify's priority, whose unplaced tensors
+    tell rectify what to move down."""
+    from memplace.model.rectification import first_fit_packer
+    best, exact = PACKERS["best-heuristic"], PACKERS["exact"]
+    left = [exact_budget_s]
+
+    def pack(size, start, end, alignment, capacity, priority):
+        aligns = np.full(size.size, alignment, np.int64)
+        status, offsets, _ = best(size, start, end + 1, aligns, capacity, None)
+        if status == "packed":
+            return offsets
+        if left[0] > 0.05:
+            began = time.perf_counter()
+            status, offsets, _ = exact(size, start, end + 1, aligns, capacity, min(left[0], 2.0))
+            left[0] -= time.perf_counter() - began
+            if status == "packed":
+                return offsets
+        return first_fit_packer(size, start, end, alignment, capacity, priority)
+    return pack
