@@ -15,4 +15,14 @@ def warm_solvers(names: list[str] | None = None) -> list[str]:
     for name in names or list(registry()):
         solve(inst, name, time_limit=120.0, seed=0, callback=lambda *_: True)
         done.append(name)
+    _warm_packers()
     return done
+
+
+def _warm_packers() -> None:
+    """Compile the offset packers: every method on a five-buffer example."""
+    from memplace.solvers.packing import PACKERS, Buffer, pack
+    buffers = [Buffer(str(i), lo, hi, size) for i, (lo, hi, size) in
+               enumerate([(0, 3, 4), (3, 9, 4), (0, 9, 4), (9, 21, 4), (0, 21, 4)])]
+    for method in PACKERS:
+        pack(buffers, 12, method=method, time_limit=30.0)
