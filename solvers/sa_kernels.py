@@ -403,9 +403,9 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
     """`n_moves` Metropolis moves on latency + lam x (sum over levels of peak overflow bytes).
 
     Moves: with probability `swap_fraction` a swap (t1 on level a <-> t2 on level b),
-    of which a fraction `group_fraction` swaps t1 against 2..`group_max` tensors of
-    level b (one big tensor out, several smaller in); otherwise one tensor to another
-    level.
+    of which a fraction `group_fraction` swaps t1 against 2 (half of them) or
+    3..`group_max` tensors of level b (one big tensor out, several smaller in);
+    otherwise one tensor to another level.
     Placements may overflow; `best_place` receives only capacity-valid ones.
     state_f = [latency, temperature, best valid latency, lam]. After every move lam is
     multiplied by `lam_up` if the placement overflows, else by `lam_down` (clamped to
@@ -448,7 +448,9 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
                     break
             if m == 2 and group:
                 b = place[mt[1]]
-                want = np.random.randint(2, group_max + 1)
+                want = 2  # pairs half the time, else 3..group_max tensors
+                if group_max > 2 and np.random.random() < 0.5:
+                    want = np.random.randint(3, group_max + 1)
                 for _try in range(8 * want):
                     if m > want:
                         break

@@ -152,7 +152,7 @@ def test_polish_keeps_validity_and_never_worsens(seed):
 
 def test_sa_finds_the_one_out_two_in_exchange_on_resnet101():
     """The optimum trades 589824-byte weights in LLC for pairs of 262144-byte ones:
-    reachable only through pair swaps or overflowing states."""
+    reachable only through group swaps or overflowing states."""
     from memplace import instances
     inst = instances.load("resnet101@nnpi")
     compiler = solve(inst, "compiler").latency
