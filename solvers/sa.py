@@ -30,8 +30,9 @@ Schedule: the start temperature T0 is set from the instance so that a fraction
 `t0_accept` of the uphill moves sampled from the start placement would be accepted
 (mean of exp(-delta/T0) over the sample); the temperature cools geometrically over
 each anneal to `t_final` x the start latency. The first anneal starts from the best
-compiler heuristic, the following `restarts - 1` from the best placement found so
-far, at `reheat` x T0; each anneal ends with a local search over single moves and
+compiler heuristic; of the following `restarts - 1`, the odd ones start afresh from
+it at T0 (an independent chain, which may settle in another basin) and the even
+ones from the best placement found so far, at `reheat` x T0; each anneal ends with a local search over single moves and
 swaps (`polish`). With a move budget (`moves` > 0) it is split evenly over the
 anneals and the result depends only on the seed; without one the time limit is split
 evenly and each anneal's length is re-estimated from the measured speed. Moves run
@@ -259,9 +260,12 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
                 break
             deadline = time.perf_counter() + left / max(1, restarts - r)
             length = None
-        temp0 = t0 if r == 0 else min(t0, reheat * t0)
+        # Odd anneals start afresh from the heuristic seed at T0 (another basin),
+        # even ones reheat the best placement found so far.
+        fresh = r % 2 == 1
+        temp0 = t0 if r == 0 or fresh else min(t0, reheat * t0)
         if r > 0:
-            ann.reset(best_place)
+            ann.reset(seeds[start] if fresh else best_place)
         anneals += 1
         done = 0
         while not ctx.should_stop():
