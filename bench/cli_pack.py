@@ -6,6 +6,8 @@ every buffer (which proves nothing).
 """
 from __future__ import annotations
 
+import os
+
 import sys
 import time
 from pathlib import Path
@@ -23,7 +25,10 @@ EXIT_HEURISTIC_FAILED = 4
 
 # MiniMalloc's published C++ solve times (ASPLOS 2023 talk) for the challenging suite.
 MINIMALLOC_SECONDS = {"A": 4.910, "B": 3.661, "C": 0.637, "D": 2.674, "E": 3.717, "F": 5.358}
-DEFAULT_BENCH_DIR = Path("/work/shared/benchmarks/minimalloc/challenging")
+# The project's shared folder sits beside the repository; MEMPLACE_SHARED overrides it.
+DEFAULT_BENCH_DIR = Path(os.environ.get(
+    "MEMPLACE_SHARED", Path(__file__).resolve().parent.parent.parent / "shared")) \
+    / "benchmarks" / "minimalloc" / "challenging"
 
 
 @click.command("pack")

@@ -17,7 +17,8 @@ from memplace.solvers.pack_csv import read_buffers
 from memplace.solvers.packing import (PACKERS, Buffer, check_packing, minimize, pack, pack_arrays,
                                       peak_live_size)
 
-BENCH = Path("/work/shared/benchmarks/minimalloc")
+# The shared folder sits beside the repository (in CI too).
+BENCH = Path(__file__).resolve().parent.parent.parent / "shared" / "benchmarks" / "minimalloc"
 EXAMPLE = BENCH / "examples" / "input.12.csv"
 EXAMPLE_ROWS = [("b1", 0, 3, 4), ("b2", 3, 9, 4), ("b3", 0, 9, 4), ("b4", 9, 21, 4), ("b5", 0, 21, 4)]
 
