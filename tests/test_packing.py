@@ -194,8 +194,6 @@ def test_example_packs_at_12_and_is_infeasible_at_11():
 
 def test_a_challenging_benchmark_instance_packs_validly():
     path = BENCH / "challenging" / "F.1048576.csv"
-    if not path.exists():
-        pytest.skip("MiniMalloc benchmarks not present")
     buffers = read_buffers(path).buffers
     result = pack(buffers, 1048576, method="exact", time_limit=60)
     assert result.status == "packed"
@@ -205,8 +203,6 @@ def test_a_challenging_benchmark_instance_packs_validly():
 
 def test_time_limit_gives_timeout_status():
     path = BENCH / "challenging" / "E.1048576.csv"
-    if not path.exists():
-        pytest.skip("MiniMalloc benchmarks not present")
     result = pack(read_buffers(path).buffers, 1048576, method="exact-search", time_limit=0.05)
     assert result.status == "timeout" and (result.offsets == -1).all()
 
@@ -302,8 +298,6 @@ def test_cli_alignment_column_is_read(tmp_path):
 
 def test_two_search_threads_return_a_valid_packing():
     path = BENCH / "challenging" / "C.1048576.csv"
-    if not path.exists():
-        pytest.skip("MiniMalloc benchmarks not present")
     buffers = read_buffers(path).buffers
     result = pack(buffers, 1048576, method="exact-search", time_limit=60, workers=2)
     assert result.status == "packed"
