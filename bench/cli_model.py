@@ -14,13 +14,17 @@ def load_instance(arg: str):
     return load(arg)
 
 
+def _validate(instance: str, solution: str):
+    inst = load_instance(instance)
+    return validate(inst, Solution.read(solution, inst))
+
+
 @click.command("evaluate")
 @click.argument("instance")
 @click.argument("solution", type=click.Path(dir_okay=False))
 def evaluate_command(instance: str, solution: str) -> None:
     """Print a solution's validity and recomputed latency."""
-    inst = load_instance(instance)
-    report = validate(inst, Solution.read(solution, inst))
+    report = _validate(instance, solution)
     click.echo(f"valid: {'yes' if report.valid else 'no'}")
     click.echo(f"latency: {report.latency:.9g} s")
     for error in report.errors:
@@ -32,8 +36,7 @@ def evaluate_command(instance: str, solution: str) -> None:
 @click.argument("solution", type=click.Path(dir_okay=False))
 def validate_command(instance: str, solution: str) -> None:
     """Exit 0 when the solution is valid and its claimed latency holds (relative 1e-9), else 1."""
-    inst = load_instance(instance)
-    report = validate(inst, Solution.read(solution, inst))
+    report = _validate(instance, solution)
     if report.ok:
         click.echo(f"ok: valid, latency {report.latency:.9g} s")
         return

@@ -267,15 +267,21 @@ def _check_top(data: Any) -> None:
         raise InstanceError(f"hardware compute_rate must be a number > 0, got {rate!r}")
 
 
+def _named(kind: str, index: int, item: Any) -> str:
+    """Check that an op, level or tensor is an object with a string name; return its label."""
+    if not isinstance(item, dict):
+        raise InstanceError(f"{kind} {index}: must be an object")
+    if not isinstance(item.get("name"), str):
+        raise InstanceError(f"{kind} {index}: 'name' must be a string")
+    return f"{kind} {index} {item['name']!r}"
+
+
 def _check_ops(ops: list[Any]) -> None:
     for k, op in enumerate(ops):
-        if not isinstance(op, dict):
-            raise InstanceError(f"op {k}: must be an object")
-        if not isinstance(op.get("name"), str):
-            raise InstanceError(f"op {k}: 'name' must be a string")
+        label = _named("op", k, op)
         flops = op.get("flops")
         if not _is_number(flops) or flops < 0:
-            raise InstanceError(f"op {k} {op['name']!r}: flops must be a number >= 0, got {flops!r}")
+            raise InstanceError(f"{label}: flops must be a number >= 0, got {flops!r}")
 
 
 def _check_levels(hardware: dict[str, Any]) -> list[Level]:
@@ -285,12 +291,8 @@ def _check_levels(hardware: dict[str, Any]) -> list[Level]:
     levels: list[Level] = []
     seen: set[str] = set()
     for l, lv in enumerate(raw):
-        if not isinstance(lv, dict):
-            raise InstanceError(f"level {l}: must be an object")
-        name = lv.get("name")
-        if not isinstance(name, str):
-            raise InstanceError(f"level {l}: 'name' must be a string")
-        label = f"level {l} {name!r}"
+        label = _named("level", l, lv)
+        name = lv["name"]
         if name in seen:
             raise InstanceError(f"{label}: level names must be unique")
         seen.add(name)
@@ -319,12 +321,7 @@ def _check_levels(hardware: dict[str, Any]) -> list[Level]:
 
 def _check_tensor(t: int, tensor: Any, n_ops: int) -> tuple[list[int], int]:
     """Check one tensor; return its access steps and total traffic."""
-    if not isinstance(tensor, dict):
-        raise InstanceError(f"tensor {t}: must be an object")
-    name = tensor.get("name")
-    if not isinstance(name, str):
-        raise InstanceError(f"tensor {t}: 'name' must be a string")
-    label = f"tensor {t} {name!r}"
+    label = _named("tensor", t, tensor)
     if tensor.get("kind") not in ("weight", "activation"):
         raise InstanceError(f"{label}: kind must be 'weight' or 'activation', got {tensor.get('kind')!r}")
     size = tensor.get("size")
