@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from memplace.model import Instance, kernels
-from memplace.model import reference as ref
+from memplace.model import Instance
+from memplace.model.static import kernels
+from memplace.model.static import reference as ref
 
 C_SOURCE = r"""
 #include <stdint.h>

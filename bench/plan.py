@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from memplace.model import Instance
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 PLANS_DIR = Path(__file__).resolve().parent / "plans"
 EXTRA_MODULES_ENV = "MEMPLACE_EXTRA_SOLVER_MODULES"

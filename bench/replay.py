@@ -15,7 +15,7 @@ import numpy as np
 from memplace.bench.plan import instance_sha256, load_instance
 from memplace.bench.store import is_ok
 from memplace.model import Instance, Solution, validate
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 
 @dataclass

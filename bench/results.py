@@ -119,7 +119,7 @@ class Results:
         """The Instance of a name as recorded (None if it cannot be loaded any more)."""
         if name not in self._instance_cache:
             from memplace.bench.plan import load_instance
-            from memplace.model.errors import MemplaceError
+            from memplace.model.core.errors import MemplaceError
             source = self.runs(name)[0]["instance_source"]
             try:
                 self._instance_cache[name] = load_instance(source)

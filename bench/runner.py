@@ -12,7 +12,7 @@ from memplace.bench.isolation import kill_running, run_forked, run_in_subprocess
 from memplace.bench.plan import Plan, Task
 from memplace.bench.store import RunStore, is_ok, latest_by_key, record_key
 from memplace.bench.worker import failure_record
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 
 # ---------------------------------------------------------------------- executors
@@ -101,7 +101,7 @@ def warm_up(plan: Plan) -> None:
     the workers find them in the disk cache."""
     from memplace.bench.plan import builtin_solvers
     from memplace.model import warmup
-    from memplace.solvers.warm import warm_solvers
+    from memplace.solvers.static.warm import warm_solvers
     warmup()
     builtin = set(builtin_solvers())
     names = [name for name in plan.solvers if name in builtin]

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from memplace.bench.plan import run_key
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 RUNS_FILE = "runs.jsonl"
 OK_STATUSES = ("optimal", "feasible")

@@ -19,7 +19,7 @@ from memplace.instances.hardware import HARDWARE, hardware_preset
 from memplace.instances.synthetic import synthetic_workload
 from memplace.instances.transformer import bert_base, gpt2, vit_b16
 from memplace.model import Instance
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 FORMAT = "memplace-instance/1"
 DATA_DIR = Path(__file__).resolve().parent / "data"

@@ -1,10 +1,10 @@
 """The instance model: instances, solutions, validation, the cost model and rectify."""
-from memplace.model.cost import (as_placement, capacity_ok, latency, latency_batch,
+from memplace.model.static.cost import (as_placement, capacity_ok, latency, latency_batch,
                                  load_profile, move_delta, slowest_latency)
-from memplace.model.errors import InstanceError, MemplaceError, SolutionError
+from memplace.model.core.errors import InstanceError, MemplaceError, SolutionError
 from memplace.model.instance import Instance, Level
-from memplace.model.rectification import Rectified, first_fit_packer, rectify, rectify_capacity
-from memplace.model.solution import Solution, Validation, placement_errors, validate
+from memplace.model.static.rectification import Rectified, first_fit_packer, rectify, rectify_capacity
+from memplace.model.static.solution import Solution, Validation, placement_errors, validate
 from memplace.model.warmup import warmup
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from memplace.model.errors import InstanceError
+from memplace.model.core.errors import InstanceError
 
 FORMAT = "memplace-instance/1"
 UNBOUNDED = np.iinfo(np.int64).max  # capacity of a level whose capacity is null
@@ -191,7 +191,7 @@ class Instance:
                 "the last level must hold every tensor at every step")
         if last.addressed:
             # The slowest placement must be valid (spec section 4), offsets included.
-            from memplace.model.kernels import first_fit_offsets_kernel
+            from memplace.model.static.kernels import first_fit_offsets_kernel
             order = np.argsort(-self.rectify_rank, kind="stable").astype(np.int64)
             offsets = np.full(self.n_tensors, -1, np.int64)
             placed = first_fit_offsets_kernel(order, self.size, self.start, self.end,

@@ -33,7 +33,7 @@ def tiny_instance_dict() -> dict:
 
 def warmup() -> float:
     """Compile (or load from the disk cache) every kernel; return the seconds it took."""
-    from memplace.model import cost, rectification
+    from memplace.model.static import cost, rectification
     from memplace.model.instance import Instance
 
     began = time.perf_counter()

@@ -22,7 +22,7 @@ def load_solver_modules() -> None:
     global _loaded
     if _loaded:
         return
-    for module in pkgutil.iter_modules(__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{module.name}")
+    for module in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+        if not module.name.rsplit(".", 1)[-1].startswith("_"):
+            importlib.import_module(module.name)
     _loaded = True

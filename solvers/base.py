@@ -19,8 +19,8 @@ from typing import Any, Callable
 import numpy as np
 
 from memplace.model import (Instance, Solution, latency, placement_errors, rectify)
-from memplace.model.errors import MemplaceError
-from memplace.model.rectification import Packer
+from memplace.model.core.errors import MemplaceError
+from memplace.model.static.rectification import Packer
 
 # callback(elapsed_s, evaluations, best_latency) -> True to stop the search early
 Callback = Callable[[float, int, float], Any]
@@ -248,7 +248,7 @@ def solve(instance: Instance, solver: str = "compiler", time_limit: float | None
 def default_packer(time_limit: float | None) -> Packer:
     """The packer for addressed levels: compiler heuristics, then the exact search with
     a budget of a tenth of the time limit (at most 5 s), then first-fit."""
-    from memplace.solvers.packing import placement_packer
+    from memplace.model.packing.packers import placement_packer
     return placement_packer(5.0 if time_limit is None else min(5.0, 0.1 * time_limit))
 
 

@@ -7,7 +7,7 @@ import pytest
 from memplace.instances import builtin_names, load
 from memplace.model import latency, placement_errors, slowest_latency
 from memplace.solvers import registry, solve
-from memplace.solvers.heuristics import heuristic_placements
+from memplace.solvers.static.heuristics import heuristic_placements
 
 # The 10,000-op synthetic instance is for scaling studies; searching it even briefly
 # would dominate the suite, so it is covered by the heuristics alone.

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from memplace.model import (Instance, capacity_ok, latency, latency_batch, load_profile,
                             move_delta, placement_errors, rectify, rectify_capacity)
-from memplace.model import reference as ref
+from memplace.model.static import reference as ref
 from memplace.model.warmup import tiny_instance_dict
 from randominst import random_instance_dict
 

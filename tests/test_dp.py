@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from memplace.model import Instance, capacity_ok, placement_errors
 from memplace.solvers import solve
-from memplace.solvers.dp import dp_placement
+from memplace.solvers.static.dp import dp_placement
 from randominst import random_instance_dict
 
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from memplace.model import Instance, latency, placement_errors, rectify, validate
 from memplace.solvers import solve
-from memplace.solvers import boltzmann
-from memplace.solvers.ga import (BatchEvaluator, build_toolbox, make_individual, mut_swap,
+from memplace.solvers.static import boltzmann
+from memplace.solvers.static.ga import (BatchEvaluator, build_toolbox, make_individual, mut_swap,
                                  repair_latency_batch)
 from memplace.solvers.base import SearchContext
 from randominst import random_instance_dict
@@ -165,7 +165,7 @@ def test_a_placement_chromosome_samples_that_placement():
     ("hybrid", {"population": 20, "generations": 5}),
 ])
 def test_seeded_solvers_never_lose_to_the_heuristics(solver, params):
-    from memplace.solvers.heuristics import heuristic_placements
+    from memplace.solvers.static.heuristics import heuristic_placements
     inst = Instance.from_dict(random_instance_dict(13, n_ops=12, n_tensors=40, tight=0.3))
     best = min(latency(inst, p) for p in heuristic_placements(inst).values())
     a = solve(inst, solver, time_limit=None, seed=2, **params)

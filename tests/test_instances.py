@@ -10,7 +10,7 @@ from memplace.bench.cli import main
 from memplace.instances import (COMMITTED, DATA_DIR, HARDWARE, WORKLOADS, build_instance,
                                 builtin_names, dumps, hardware_preset, load)
 from memplace.model import Instance, slowest_latency
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 
 # ---------------------------------------------------------------------- presets

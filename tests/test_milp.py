@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from memplace.model import (Instance, capacity_ok, latency, latency_batch, placement_errors,
                             rectify)
 from memplace.solvers import ParameterError, solve
-from memplace.solvers.heuristics import heuristic_placements
-from memplace.solvers.lp_relaxation import lp_bound, lp_round
-from memplace.solvers.milp_highs import clique_steps, formulate
+from memplace.solvers.static.heuristics import heuristic_placements
+from memplace.solvers.static.lp_relaxation import lp_bound, lp_round
+from memplace.solvers.static.milp_highs import clique_steps, formulate
 from randominst import random_instance_dict
 
 

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memplace.bench.cli import main
-from memplace.model.errors import MemplaceError
-from memplace.solvers.pack_csv import read_buffers
-from memplace.solvers.packing import (PACKERS, Buffer, check_packing, minimize, pack, pack_arrays,
+from memplace.model.core.errors import MemplaceError
+from memplace.model.packing.minimalloc_csv import read_buffers
+from memplace.model.packing.packers import (PACKERS, Buffer, check_packing, minimize, pack, pack_arrays,
                                       peak_live_size)
 
 # The shared folder sits beside the repository (in CI too).

@@ -11,7 +11,7 @@ from memplace.model import Instance, latency, placement_errors
 from memplace.model.warmup import tiny_instance_dict
 from memplace.solvers import ParameterError, registry, solve
 from memplace.solvers.base import _REGISTRY, register
-from memplace.solvers.heuristics import greedy_fill, heuristic_placements, order_xla, xla_score
+from memplace.solvers.static.heuristics import greedy_fill, heuristic_placements, order_xla, xla_score
 from randominst import random_instance_dict
 
 HEURISTICS = ["all-slowest", "greedy-size", "xla-msa", "topo-first-fit", "benefit-density", "compiler"]

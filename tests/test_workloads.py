@@ -263,7 +263,7 @@ def test_synthetic_flops_follow_sizes():
 
 
 def test_unknown_workload_and_bad_parameter_name_the_culprit():
-    from memplace.model.errors import MemplaceError
+    from memplace.model.core.errors import MemplaceError
     with pytest.raises(MemplaceError, match="'resnet51'.*resnet50"):
         workload("resnet51")
     with pytest.raises(MemplaceError, match="resnet50.*colour"):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 MiB = 1024 * 1024
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from memplace.bench.cli_model import load_instance
-from memplace.model.errors import MemplaceError
+from memplace.bench.cli.model import load_instance
+from memplace.model.core.errors import MemplaceError
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, str]:

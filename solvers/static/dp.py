@@ -136,7 +136,7 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     """The DP's best placement (None if stopped) and facts about the run. Labels whose
     cost plus a lower bound on the rest exceeds `upper` (the latency of a known valid
     placement) are dropped: that cannot lose an optimum."""
-    from memplace.solvers.milp_highs import formulate
+    from memplace.solvers.static.milp_highs import formulate
     T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
     last = L - 1
     Lc = L - 1  # capacitated levels that can bind (the last holds everything)
@@ -251,7 +251,7 @@ def solve_dp(ctx: SearchContext, buckets: int, max_keys: int, max_labels: int) -
     check_range("dp", "buckets", buckets, 1)
     check_range("dp", "max_keys", max_keys, 1)
     check_range("dp", "max_labels", max_labels, 1)
-    from memplace.solvers.milp import offer_valid, placement_packer, warm_start_with_offsets
+    from memplace.solvers.static.milp import offer_valid, placement_packer, warm_start_with_offsets
     inst = ctx.instance
     warm, warm_offsets = warm_start_with_offsets(inst)
     ctx.count(1)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import click
 
-from memplace.model.errors import MemplaceError
-from memplace.solvers.pack_csv import read_buffers, write_solution
-from memplace.solvers.pack_exact import search_workers
-from memplace.solvers.packing import PACKERS, check_packing, minimize, pack, peak_live_size
+from memplace.model.core.errors import MemplaceError
+from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
+from memplace.model.packing.exact import search_workers
+from memplace.model.packing.packers import PACKERS, check_packing, minimize, pack, peak_live_size
 
 EXIT_INFEASIBLE = 1
 EXIT_TIMEOUT = 3
@@ -105,7 +105,7 @@ def pack_bench_command(bench_dir: str, method: str, time_limit: float, repeat: i
         raise MemplaceError(f"no .csv files in {bench_dir}")
     # the first call pays for loading (or compiling) the numba kernels; time it apart
     start = time.perf_counter()
-    from memplace.solvers.packing import Buffer
+    from memplace.model.packing.packers import Buffer
     pack([Buffer("a", 0, 2, 1), Buffer("b", 1, 3, 1), Buffer("c", 0, 3, 1, 2)], 3, method="exact-search")
     pack([Buffer("a", 0, 2, 1)], 1, method=method)
     click.echo(f"kernel load/compile: {time.perf_counter() - start:.2f} s")

@@ -22,9 +22,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from memplace.model import kernels
-from memplace.model.cost import as_placement
-from memplace.model.errors import InstanceError
+from memplace.model.static import kernels
+from memplace.model.static.cost import as_placement
+from memplace.model.core.errors import InstanceError
 from memplace.model.instance import Instance
 
 Packer = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int, np.ndarray], np.ndarray]

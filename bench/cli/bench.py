@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 
 def default_out(plan) -> Path:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memplace.model import kernels
+from memplace.model.static import kernels
 from memplace.model.instance import Instance
 
 

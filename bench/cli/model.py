@@ -74,7 +74,7 @@ def warmup_command() -> None:
     """Compile every Numba kernel once (cached on disk for later commands)."""
     seconds = warmup()
     from memplace.solvers import registry
-    from memplace.solvers.warm import warm_solvers
+    from memplace.solvers.static.warm import warm_solvers
     solvers = warm_solvers()
     click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
                f"(of {len(registry())})")

@@ -45,7 +45,7 @@ def warm_start(inst: Instance) -> np.ndarray:
 def warm_start_with_offsets(inst: Instance) -> tuple[np.ndarray, np.ndarray | None]:
     """The best heuristic placement with the offsets its greedy fill gave it on
     addressed levels (None without them): valid as it is, no packing needed."""
-    from memplace.solvers.heuristics import ORDERS, greedy_fill, heuristic_placements
+    from memplace.solvers.static.heuristics import ORDERS, greedy_fill, heuristic_placements
     if not inst.has_addressed_levels:
         candidates = list(heuristic_placements(inst).values())
         return min(candidates, key=lambda p: latency(inst, p)), None
@@ -58,7 +58,7 @@ def placement_packer(ctx: SearchContext, exact_budget_s: float = 5.0):
     budget of `exact_budget_s` seconds (at most a fifth of the time left)."""
     if ctx.packer is not None:
         return ctx.packer
-    from memplace.solvers.packing import placement_packer as make_packer
+    from memplace.model.packing.packers import placement_packer as make_packer
     return make_packer(min(exact_budget_s, max(0.0, ctx.remaining() / 5)))
 
 
@@ -88,7 +88,7 @@ def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, pack_
     if backend not in BACKENDS:
         raise ParameterError(f"solver 'milp': parameter 'backend'={backend!r} is not one of "
                              f"{', '.join(BACKENDS)}")
-    from memplace.solvers.milp_highs import formulate
+    from memplace.solvers.static.milp_highs import formulate
     inst = ctx.instance
     packer = placement_packer(ctx)
     warm, warm_offsets = warm_start_with_offsets(inst)
@@ -132,7 +132,7 @@ def _verify(ctx: SearchContext, form, gap: float, threads: int, log: bool,
     at a placement 0.04% above the optimum (a 15-tensor chain; without the start, or
     without presolve, it found the optimum). Optimality stands only if the lower
     bound still closes the gap."""
-    from memplace.solvers.milp_highs import run_highs
+    from memplace.solvers.static.milp_highs import run_highs
     ctx.proven_optimal = False  # until verified (the wrapper may stop us first)
     time_limit = ctx.remaining() - HIGHS_MARGIN_S
     if time_limit <= 0:
@@ -165,7 +165,7 @@ def _shrink_addressed(ctx: SearchContext, gap: float, threads: int, solve_model,
     """The capacity-optimal placement could not be packed as it is: solve again with
     the addressed levels' capacities shrunk (by 3% a round) and offer each packed
     result, until one packs unchanged. The bound stays the first solve's."""
-    from memplace.solvers.milp_highs import formulate
+    from memplace.solvers.static.milp_highs import formulate
     inst = ctx.instance
     factor = 1.0
     for r in range(pack_rounds):
@@ -204,7 +204,7 @@ def _report_bound(ctx: SearchContext, bound: float, gap: float) -> None:
 
 
 def _solve_highspy(ctx, form, warm, gap, threads, time_limit, log):
-    from memplace.solvers.milp_highs import run_highs
+    from memplace.solvers.static.milp_highs import run_highs
 
     out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed, time_limit=time_limit,
                     warm=form.columns(warm), should_stop=ctx.should_stop,

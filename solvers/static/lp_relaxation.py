@@ -31,7 +31,7 @@ def relax(inst: Instance) -> LpRelaxation:
     cached = getattr(inst, "_lp_relaxation", None)
     if cached is not None:
         return cached
-    from memplace.solvers.milp_highs import formulate, highs_model, new_highs
+    from memplace.solvers.static.milp_highs import formulate, highs_model, new_highs
     form = formulate(inst)
     h = new_highs(threads=1, seed=0, time_limit=None)
     h.passModel(highs_model(form, relax=True))

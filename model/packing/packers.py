@@ -14,9 +14,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from memplace.model.errors import MemplaceError
-from memplace.solvers import pack_exact
-from memplace.solvers.pack_heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
+from memplace.model.core.errors import MemplaceError
+from memplace.model.packing import exact as pack_exact
+from memplace.model.packing.heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
 
 STATUSES = ("packed", "infeasible", "timeout", "failed")
 CLIMB_PROBE_S = 2.0  # seconds per climbing probe of `minimize` without a time limit
@@ -339,7 +339,7 @@ def placement_packer(exact_budget_s: float = 5.0):
     heuristic, then the exact search (sharing `exact_budget_s` seconds over all calls,
     at most 2 s a call), then first-fit in rectify's priority, whose unplaced tensors
     tell rectify what to move down."""
-    from memplace.model.rectification import first_fit_packer
+    from memplace.model.static.rectification import first_fit_packer
     best, exact = PACKERS["best-heuristic"], PACKERS["exact"]
     left = [exact_budget_s]
 

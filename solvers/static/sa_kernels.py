@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numba import njit
 
-from memplace.model.kernels import move_delta_kernel
+from memplace.model.static.kernels import move_delta_kernel
 
 
 def tree_leaves(n_ops: int) -> int:

@@ -26,10 +26,10 @@ from typing import Callable
 import numpy as np
 
 from memplace.model import Instance
-from memplace.solvers import boltzmann
+from memplace.solvers.static import boltzmann
 from memplace.solvers.base import (ParameterError, SearchContext, check_range, register,
                                    registry)
-from memplace.solvers.ga import offer_valid, repair_latency_batch
+from memplace.solvers.static.ga import offer_valid, repair_latency_batch
 
 EGRL_DEFAULTS = {"population": 40, "generations": None, "elite": 0.1, "tournament": 3,
                  "cxpb": 0.3, "mutpb": 0.85}
@@ -74,7 +74,7 @@ def policy_seeds(ctx: SearchContext, lp_samples: int, greedy_samples: int, noise
                  dp_share: float) -> list[np.ndarray]:
     """Placements of the cheap policies for the first population: every compiler
     heuristic, the DP's placement, LP roundings and randomised greedy fills."""
-    from memplace.solvers.heuristics import heuristic_placements, randomized_greedy
+    from memplace.solvers.static.heuristics import heuristic_placements, randomized_greedy
     inst, rng = ctx.instance, ctx.rng
     seeds = list(heuristic_placements(inst).values())
     dp = run_registered(ctx, "dp", dp_share)
@@ -90,7 +90,7 @@ def policy_seeds(ctx: SearchContext, lp_samples: int, greedy_samples: int, noise
 def stochastic_policies(ctx: SearchContext, noise: float) -> list[Policy]:
     """The policies sampled afresh every generation: randomised greedy, and LP
     rounding when it is available."""
-    from memplace.solvers.heuristics import randomized_greedy
+    from memplace.solvers.static.heuristics import randomized_greedy
     inst = ctx.instance
     policies: list[Policy] = [lambda rng: randomized_greedy(inst, rng, noise)]
     lp = lp_rounding()
@@ -103,7 +103,7 @@ def lp_rounding() -> Callable[[Instance, np.random.Generator], np.ndarray] | Non
     """`lp_relaxation.lp_round` (None while that module does not exist: documented
     degradation, hybrid then runs on the heuristics and greedy fills alone)."""
     try:
-        from memplace.solvers.lp_relaxation import lp_round
+        from memplace.solvers.static.lp_relaxation import lp_round
     except ImportError:
         return None
     return lp_round

@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from memplace.model import Instance, kernels
+from memplace.model import Instance
+from memplace.model.static import kernels
 from memplace.solvers.base import SearchContext, check_range, register
 
 

@@ -9,15 +9,15 @@ import sys
 
 import click
 
-from memplace.model.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError
 
 # Modules that define click commands in a list named COMMANDS.
 COMMAND_MODULES = (
-    "memplace.bench.cli_instances",
-    "memplace.bench.cli_model",
-    "memplace.bench.cli_pack",
-    "memplace.bench.cli_solve",
-    "memplace.bench.cli_bench",
+    "memplace.bench.cli.instances",
+    "memplace.bench.cli.model",
+    "memplace.bench.cli.pack",
+    "memplace.bench.cli.solve",
+    "memplace.bench.cli.bench",
 )
 
 

@@ -16,7 +16,7 @@ the global `random` module, which solvers running in parallel threads would
 share), so a seed fixes the result.
 
 The initial population is random, plus (with `seed_heuristics`) one individual
-per compiler heuristic of `memplace.solvers.heuristics` and `greedy_seeds`
+per compiler heuristic of `memplace.solvers.static.heuristics` and `greedy_seeds`
 randomised greedy fills (noise 0.3). Seeding happens once; `hybrid` (egrl.py) is
 where policies keep guiding the search every generation. The exchange move is
 there because the canonical repair evicts by traffic/size, not by benefit: on
@@ -34,8 +34,9 @@ import numpy as np
 from deap import base, creator, tools
 from numba import njit
 
-from memplace.model import Instance, kernels, rectify
-from memplace.model.rectification import rectify_tables
+from memplace.model import Instance, rectify
+from memplace.model.static import kernels
+from memplace.model.static.rectification import rectify_tables
 from memplace.solvers.base import ParameterError, SearchContext, check_range, register
 
 # DEAP's creator classes live in its module namespace: made once, whoever imports first.
@@ -241,7 +242,7 @@ def evaluate_invalid(tb: base.Toolbox, individuals: list) -> None:
 def heuristic_seeds(inst: Instance, rng: np.random.Generator, greedy: int,
                     noise: float = 0.3) -> list[np.ndarray]:
     """Placements of the compiler heuristics and `greedy` randomised greedy fills."""
-    from memplace.solvers.heuristics import heuristic_placements, randomized_greedy
+    from memplace.solvers.static.heuristics import heuristic_placements, randomized_greedy
     seeds = list(heuristic_placements(inst).values())
     return seeds + [randomized_greedy(inst, rng, noise) for _ in range(greedy)]
 

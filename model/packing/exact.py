@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from memplace.solvers.pack_search import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED, TIME_LIMIT,
+from memplace.model.packing.search import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED, TIME_LIMIT,
                                           search)
 
 __all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "search_workers"]

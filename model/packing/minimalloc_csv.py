@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from memplace.model.errors import MemplaceError
-from memplace.solvers.packing import Buffer
+from memplace.model.core.errors import MemplaceError
+from memplace.model.packing.packers import Buffer
 
 REQUIRED = ("id", "lower", "upper", "size")
 

@@ -44,7 +44,7 @@ Notes: `moves_per_s` (moves per second of kernel wall time), `moves_per_cpu_s` (
 CPU second of the solver thread: the figure on a loaded machine), `sa_accepted`,
 `sa_infeasible` (penalty: fraction of moves that left the placement overflowing;
 feasible: fraction of moves refused as infeasible). Speed and quality figures:
-`python -m memplace.solvers.sa INSTANCE... --time-limit 60`.
+`python -m memplace.solvers.static.sa INSTANCE... --time-limit 60`.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ import numpy as np
 from memplace.model import (Instance, capacity_ok, latency, move_delta, rectify,
                             rectify_capacity)
 from memplace.solvers.base import SearchContext, check_range, register
-from memplace.solvers.sa_kernels import (anneal_kernel, anneal_penalty_kernel, build_state,
+from memplace.solvers.static.sa_kernels import (anneal_kernel, anneal_penalty_kernel, build_state,
                                          max_gain_kernel, polish_kernel, sample_uphill_kernel,
                                          tree_leaves)
 
@@ -189,7 +189,7 @@ def start_temperature(uphill: np.ndarray, accept: float) -> float | None:
 def seed_placements(inst: Instance) -> dict[str, np.ndarray]:
     """Capacity-valid start placements: the compiler heuristics (or the slowest placement)."""
     try:
-        from memplace.solvers.heuristics import heuristic_placements
+        from memplace.solvers.static.heuristics import heuristic_placements
         seeds = heuristic_placements(inst)
     except ImportError:
         seeds = {"all-slowest": inst.slowest_placement()}
@@ -326,13 +326,13 @@ def _draw(ctx: SearchContext) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m memplace.solvers.sa INSTANCE [--time-limit S] [--moves N] [--seed K]`:
+    """`python -m memplace.solvers.static.sa INSTANCE [--time-limit S] [--moves N] [--seed K]`:
     print the speed (moves/s) and the latency reached, against the compiler heuristic."""
     import argparse
 
     from memplace import instances
     from memplace.solvers.base import solve
-    parser = argparse.ArgumentParser(prog="python -m memplace.solvers.sa")
+    parser = argparse.ArgumentParser(prog="python -m memplace.solvers.static.sa")
     parser.add_argument("instance", nargs="+")
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--moves", type=int, default=0)
@@ -358,5 +358,5 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     # Run as a script: make the registry's import of this module return this one module.
-    sys.modules["memplace.solvers.sa"] = sys.modules["__main__"]
+    sys.modules["memplace.solvers.static.sa"] = sys.modules["__main__"]
     main()

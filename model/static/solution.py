@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from memplace.model import kernels
-from memplace.model.cost import latency as compute_latency
-from memplace.model.cost import load_profile
-from memplace.model.errors import SolutionError
+from memplace.model.static import kernels
+from memplace.model.static.cost import latency as compute_latency
+from memplace.model.static.cost import load_profile
+from memplace.model.core.errors import SolutionError
 from memplace.model.instance import Instance
 
 FORMAT = "memplace-solution/1"

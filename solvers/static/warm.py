@@ -21,7 +21,7 @@ def warm_solvers(names: list[str] | None = None) -> list[str]:
 
 def _warm_packers() -> None:
     """Compile the offset packers: every method on a five-buffer example."""
-    from memplace.solvers.packing import PACKERS, Buffer, pack
+    from memplace.model.packing.packers import PACKERS, Buffer, pack
     buffers = [Buffer(str(i), lo, hi, size) for i, (lo, hi, size) in
                enumerate([(0, 3, 4), (3, 9, 4), (0, 9, 4), (9, 21, 4), (0, 21, 4)])]
     for method in PACKERS:

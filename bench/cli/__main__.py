@@ -1,0 +1,3 @@
+from memplace.bench.cli.main import main
+
+main()

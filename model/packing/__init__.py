@@ -1,0 +1,1 @@
+"""Offset packing (dynamic storage allocation): heuristics, an exact search, MiniMalloc's CSV."""
