@@ -46,13 +46,10 @@ void latency_batch(const int64_t *pop, int64_t P, int64_t T, const double *compu
 
 
 @njit(cache=True, nogil=True)
-def _delta_loop(place, tensors, levels, compute, op_ptr, op_tensor, access_time,
-                tensor_ptr, tensor_access, access_op):
+def _delta_loop(place, tensors, levels, a):
     total = 0.0
     for i in range(tensors.shape[0]):
-        total += kernels.move_delta_kernel(place, tensors[i], levels[i], compute, op_ptr,
-                                           op_tensor, access_time, tensor_ptr, tensor_access,
-                                           access_op)
+        total += kernels.move_delta_kernel(place, tensors[i], levels[i], a)
     return total
 
 
@@ -110,7 +107,7 @@ def _c_batch_ns(inst: Instance, pop: np.ndarray, repeats: int) -> float | None:
             ctypes.c_int64(inst.n_levels), ptr(out))
     seconds = _best_of(lambda: lib.latency_batch(*args), repeats)
     expected = np.empty(pop.shape[0])
-    kernels.latency_batch_kernel(pop, inst.compute, inst.op_ptr, inst.op_tensor, inst.access_time, expected)
+    kernels.latency_batch_kernel(pop, inst.arrays, expected)
     if not np.allclose(out, expected, rtol=1e-12, atol=0):
         raise RuntimeError("the C yardstick disagrees with the Numba kernel")
     return seconds / pop.shape[0] * 1e9
@@ -124,14 +121,14 @@ def measure(inst: Instance, population: int = 1024, moves: int = 1_000_000, seed
     pop = rng.integers(0, i.n_levels, (population, i.n_tensors)).astype(np.int64)
     place = pop[0].copy()
     out = np.empty(population)
-    args = (i.compute, i.op_ptr, i.op_tensor, i.access_time)
-    kernels.latency_kernel(place, *args)  # compile / load from cache before timing
+    a = i.arrays
+    kernels.latency_kernel(place, a)  # compile / load from cache before timing
     calls = 2000
-    single = _best_of(lambda: [kernels.latency_kernel(place, *args) for _ in range(calls)], repeats) / calls
-    batch = _best_of(lambda: kernels.latency_batch_kernel(pop, *args, out), repeats) / population
+    single = _best_of(lambda: [kernels.latency_kernel(place, a) for _ in range(calls)], repeats) / calls
+    batch = _best_of(lambda: kernels.latency_batch_kernel(pop, a, out), repeats) / population
     tensors = rng.integers(0, i.n_tensors, moves).astype(np.int64)
     levels = rng.integers(0, i.n_levels, moves).astype(np.int64)
-    delta_args = (place, tensors, levels, *args, i.tensor_ptr, i.tensor_access, i.access_op)
+    delta_args = (place, tensors, levels, a)
     _delta_loop(*delta_args)
     delta = _best_of(lambda: _delta_loop(*delta_args), repeats) / moves
     plain = place.tolist()

@@ -101,7 +101,7 @@ def warm_up(plan: Plan) -> None:
     the workers find them in the disk cache."""
     from memplace.bench.plan import builtin_solvers
     from memplace.model import warmup
-    from memplace.solvers.static.warm import warm_solvers
+    from memplace.solvers import warm_solvers
     warmup()
     builtin = set(builtin_solvers())
     names = [name for name in plan.solvers if name in builtin]

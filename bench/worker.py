@@ -129,7 +129,7 @@ def _load_kernels(solver: str) -> None:
     cache now, so the run's clock and trace measure the search, not the loading."""
     from memplace.bench.plan import builtin_solvers
     from memplace.model import warmup
-    from memplace.solvers.static.warm import warm_solvers
+    from memplace.solvers import warm_solvers
     warmup()
     if solver in builtin_solvers():
         warm_solvers([solver])

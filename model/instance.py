@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -42,6 +42,26 @@ class Level:
     alignment: int = 1
 
 
+class Arrays(NamedTuple):
+    """The arrays the Numba kernels read, as one typed record (see `Instance`)."""
+
+    compute: np.ndarray
+    op_ptr: np.ndarray
+    op_tensor: np.ndarray
+    access_time: np.ndarray
+    tensor_ptr: np.ndarray
+    tensor_access: np.ndarray
+    access_op: np.ndarray
+    size: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    is_weight: np.ndarray
+    capacity: np.ndarray
+    addressed: np.ndarray
+    alignment: np.ndarray
+    rank: np.ndarray  # rectify_rank
+
+
 class Instance:
     """A checked instance with the array form the cost kernels read.
 
@@ -58,6 +78,7 @@ class Instance:
       capacity[l]           bytes, UNBOUNDED for a null capacity
       bandwidth, addressed, alignment   per level
       rectify_rank[t]       position of t in spec section 6's order (0 moves first)
+    `arrays` holds them as one record (`Arrays`), which is what the kernels take.
     """
 
     def __init__(self, data: dict[str, Any]):
@@ -196,6 +217,9 @@ class Instance:
         self.access_time = np.ascontiguousarray(
             op_bytes.astype(np.float64)[:, None] / self.bandwidth[None, :])
         self.rectify_rank = _rectify_rank(traffic, size)
+        self.arrays = Arrays(self.compute, op_ptr, op_tensor, self.access_time, tensor_ptr,
+                             self.tensor_access, self.access_op, size, start, end, is_weight,
+                             self.capacity, self.addressed, self.alignment, self.rectify_rank)
 
     def _check_last_level_holds_everything(self) -> None:
         last = self.levels[-1]
@@ -206,12 +230,12 @@ class Instance:
                 "the last level must hold every tensor at every step")
         if last.addressed:
             # The slowest placement must be valid (spec section 4), offsets included.
-            from memplace.model.static.kernels import first_fit_offsets_kernel
+            from memplace.model.packing.heuristics import FIRST_FIT, place_in_order
             order = np.argsort(-self.rectify_rank, kind="stable").astype(np.int64)
-            offsets = np.full(self.n_tensors, -1, np.int64)
-            placed = first_fit_offsets_kernel(order, self.size, self.start, self.end,
-                                              last.alignment, last.capacity, offsets)
-            if placed < self.n_tensors:
+            offsets = place_in_order(order, self.size, self.start, self.end + 1,
+                                     np.full(self.n_tensors, last.alignment, np.int64),
+                                     np.int64(last.capacity), FIRST_FIT)
+            if (offsets < 0).any():
                 t = int(np.flatnonzero(offsets < 0)[0])
                 raise InstanceError(
                     f"level {self.n_levels - 1} {last.name!r}: addressed last level cannot give "

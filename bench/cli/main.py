@@ -4,21 +4,15 @@ Errors a user can cause (`MemplaceError`) become one line on stderr and exit sta
 """
 from __future__ import annotations
 
-import importlib
 import sys
 
 import click
 
+from memplace.bench.cli import bench, instances, model, pack, solve
 from memplace.model.core.errors import MemplaceError
 
 # Modules that define click commands in a list named COMMANDS.
-COMMAND_MODULES = (
-    "memplace.bench.cli.instances",
-    "memplace.bench.cli.model",
-    "memplace.bench.cli.pack",
-    "memplace.bench.cli.solve",
-    "memplace.bench.cli.bench",
-)
+COMMAND_MODULES = (instances, model, pack, solve, bench)
 
 
 class _Group(click.Group):
@@ -36,13 +30,7 @@ def main() -> None:
     """memplace: place tensors into an accelerator's memory hierarchy."""
 
 
-for _name in COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(_name)
-    except ModuleNotFoundError as exc:  # a command module not written yet
-        if exc.name != _name:
-            raise
-        continue
+for _module in COMMAND_MODULES:
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

@@ -44,7 +44,9 @@ def validate_command(instance: str, solution: str) -> None:
 @click.argument("instance")
 @click.option("--population", default=1024, show_default=True, help="placements per batch call")
 @click.option("--moves", default=1_000_000, show_default=True, help="moves timed for the delta")
-def perf_command(instance: str, population: int, moves: int) -> None:
+@click.option("--sa-seconds", default=0.0, show_default=True,
+              help="also run `sa` this long and print its moves per second (0: no)")
+def perf_command(instance: str, population: int, moves: int, sa_seconds: float) -> None:
     """Measure the cost model; the last line is machine-readable."""
     from memplace.bench.perf import measure
     if population < 1 or moves < 1:
@@ -61,7 +63,23 @@ def perf_command(instance: str, population: int, moves: int) -> None:
     click.echo(f"delta of one move     {figures.delta_ns:10.1f} ns ({1e9 / figures.delta_ns / 1e6:.1f} M moves/s)")
     click.echo(f"Python reference      {figures.python_ref_ns / 1e3:10.1f} us per placement "
                f"({figures.python_ref_ns / figures.batch_ns:.0f}x the batch kernel)")
+    if sa_seconds > 0:
+        _sa_speed(inst, sa_seconds)
     click.echo(figures.line())
+
+
+def _sa_speed(inst, seconds: float) -> None:
+    """`sa`'s moves per second (kernel wall clock and per CPU second) and the latency it
+    reaches against `compiler` in `seconds` (after compiling its kernels)."""
+    from memplace.solvers import solve
+    solve(inst, "sa", time_limit=300.0, moves=1000, restarts=1)  # compile / load the kernels
+    compiler = solve(inst, "compiler", time_limit=None).latency
+    res = solve(inst, "sa", time_limit=seconds)
+    notes = res.notes
+    click.echo(f"sa, {seconds:g} s            {notes.get('sa_moves', 0)} moves, "
+               f"{notes.get('moves_per_s', 0.0) / 1e6:.2f} M moves/s "
+               f"({notes.get('moves_per_cpu_s', 0.0) / 1e6:.2f} M per CPU second), "
+               f"speedup over compiler {compiler / res.latency:.4f}")
 
 
 @click.command("warmup")
@@ -69,7 +87,7 @@ def warmup_command() -> None:
     """Compile every Numba kernel once (cached on disk for later commands)."""
     seconds = warmup()
     from memplace.solvers import registry
-    from memplace.solvers.static.warm import warm_solvers
+    from memplace.solvers import warm_solvers
     solvers = warm_solvers()
     click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
                f"(of {len(registry())})")

@@ -96,7 +96,9 @@ def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
 
 
 # ---------------------------------------------------------------------------
-# Packers by name: each maps arrays and a capacity to (status, offsets, nodes).
+# Packers by name. `Packer` is the one packer type of memplace: int64 arrays of
+# sizes, half-open lifespans [lowers, uppers) and alignments, a capacity and a time
+# limit (None: none) -> (status, offsets with -1 where unplaced, search nodes).
 
 Packer = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, "float | None"],
                   tuple[str, np.ndarray, int]]
@@ -321,3 +323,21 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
             break  # out of time one unit under the best
     wall = time.perf_counter() - start
     return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower
+
+
+def budgeted_packer(exact_budget_s: float = 5.0) -> Packer:
+    """A packer for many calls in a row (a placement's addressed levels, solve after
+    solve): the best compiler heuristic, then the exact search sharing `exact_budget_s`
+    seconds over all calls (at most 2 s a call); "failed" when neither packs."""
+    best, exact = PACKERS["best-heuristic"], PACKERS["exact"]
+    left = [exact_budget_s]
+
+    def run(sizes, lowers, uppers, aligns, capacity, time_limit):
+        status, offsets, nodes = best(sizes, lowers, uppers, aligns, capacity, None)
+        if status == "packed" or left[0] <= 0.05:
+            return status, offsets, nodes
+        began = time.perf_counter()
+        status, offsets, nodes = exact(sizes, lowers, uppers, aligns, capacity, min(left[0], 2.0))
+        left[0] -= time.perf_counter() - began
+        return ("packed" if status == "packed" else "failed"), offsets, nodes
+    return run

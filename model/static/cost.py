@@ -20,9 +20,7 @@ def as_placement(instance: Instance, placement) -> np.ndarray:
 
 def latency(instance: Instance, placement) -> float:
     """Latency in seconds of one placement."""
-    i = instance
-    return float(kernels.latency_kernel(as_placement(i, placement), i.compute, i.op_ptr,
-                                        i.op_tensor, i.access_time))
+    return float(kernels.latency_kernel(as_placement(instance, placement), instance.arrays))
 
 
 def latency_batch(instance: Instance, population: np.ndarray) -> np.ndarray:
@@ -32,22 +30,17 @@ def latency_batch(instance: Instance, population: np.ndarray) -> np.ndarray:
     if pop.ndim != 2 or pop.shape[1] != i.n_tensors:
         raise ValueError(f"population has shape {pop.shape}, expected (P, {i.n_tensors})")
     out = np.empty(pop.shape[0], np.float64)
-    return kernels.latency_batch_kernel(pop, i.compute, i.op_ptr, i.op_tensor, i.access_time, out)
+    return kernels.latency_batch_kernel(pop, i.arrays, out)
 
 
 def move_delta(instance: Instance, placement: np.ndarray, tensor: int, level: int) -> float:
     """Exact latency change of moving `tensor` to `level` (placement is not changed)."""
-    i = instance
-    return float(kernels.move_delta_kernel(placement, tensor, level, i.compute, i.op_ptr,
-                                           i.op_tensor, i.access_time, i.tensor_ptr,
-                                           i.tensor_access, i.access_op))
+    return float(kernels.move_delta_kernel(placement, tensor, level, instance.arrays))
 
 
 def load_profile(instance: Instance, placement) -> np.ndarray:
     """load[l, k]: bytes in level l live at step k."""
-    i = instance
-    return kernels.load_kernel(as_placement(i, placement), i.size, i.start, i.end,
-                               i.n_levels, i.n_ops)
+    return kernels.load_kernel(as_placement(instance, placement), instance.arrays)
 
 
 def capacity_ok(instance: Instance, placement) -> bool:

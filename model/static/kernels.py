@@ -1,4 +1,5 @@
-"""Numba kernels of the cost model, typed by the arrays of `Instance` (see its docstring).
+"""Numba kernels of the cost model; each takes the instance's arrays as one record `a`
+(`Instance.arrays`, a NamedTuple of arrays; see `Instance`'s docstring).
 
 Each kernel computes exactly what `reference.py` computes, in the spec's summation
 order, so results agree to the last bit or within rounding (spec section 4).
@@ -16,47 +17,49 @@ _U = np.uint64
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _op_time(k, place, compute, op_ptr, op_tensor, access_time):
+def _op_time(k, place, a):
+    compute, op_ptr, op_tensor, access_time = a.compute, a.op_ptr, a.op_tensor, a.access_time
     memory = 0.0
-    for a in range(_U(op_ptr[_U(k)]), _U(op_ptr[_U(k) + _U(1)])):
-        memory += access_time[a, _U(place[_U(op_tensor[a])])]
+    for i in range(_U(op_ptr[_U(k)]), _U(op_ptr[_U(k) + _U(1)])):
+        memory += access_time[i, _U(place[_U(op_tensor[i])])]
     c = compute[_U(k)]
     return c if c > memory else memory
 
 
 @njit(cache=True, nogil=True)
-def latency_kernel(place, compute, op_ptr, op_tensor, access_time):
+def latency_kernel(place, a):
     """Latency of one placement (int64[T] of level indices)."""
     total = 0.0
-    for k in range(compute.shape[0]):
-        total += _op_time(k, place, compute, op_ptr, op_tensor, access_time)
+    for k in range(a.compute.shape[0]):
+        total += _op_time(k, place, a)
     return total
 
 
 @njit(cache=True, nogil=True)
-def latency_batch_kernel(population, compute, op_ptr, op_tensor, access_time, out):
+def latency_batch_kernel(population, a, out):
     """Latency of every row of a 2-D placement array, written into `out`."""
-    n_ops = compute.shape[0]
+    n_ops = a.compute.shape[0]
     for p in range(population.shape[0]):
         place = population[p]
         total = 0.0
         for k in range(n_ops):
-            total += _op_time(k, place, compute, op_ptr, op_tensor, access_time)
+            total += _op_time(k, place, a)
         out[p] = total
     return out
 
 
 @njit(cache=True, nogil=True)
-def op_time_kernel(k, place, compute, op_ptr, op_tensor, access_time):
+def op_time_kernel(k, place, a):
     """Time of op k under a placement."""
-    return _op_time(k, place, compute, op_ptr, op_tensor, access_time)
+    return _op_time(k, place, a)
 
 
 @njit(cache=True, nogil=True)
-def move_delta_kernel(place, t, level, compute, op_ptr, op_tensor, access_time,
-                      tensor_ptr, tensor_access, access_op):
+def move_delta_kernel(place, t, level, a):
     """Exact latency change of moving tensor t to `level`; touches only the ops that
     access t. `place` is left unchanged."""
+    compute, op_ptr, op_tensor, access_time = a.compute, a.op_ptr, a.op_tensor, a.access_time
+    tensor_ptr, tensor_access, access_op = a.tensor_ptr, a.tensor_access, a.access_op
     old = place[t]
     if old == level:
         return 0.0
@@ -65,19 +68,21 @@ def move_delta_kernel(place, t, level, compute, op_ptr, op_tensor, access_time,
         k = _U(access_op[_U(tensor_access[i])])
         memory_old = 0.0
         memory_new = 0.0
-        for a in range(_U(op_ptr[k]), _U(op_ptr[k + _U(1)])):
-            u = op_tensor[a]
+        for j in range(_U(op_ptr[k]), _U(op_ptr[k + _U(1)])):
+            u = op_tensor[j]
             lu = place[_U(u)]
-            memory_old += access_time[a, _U(lu)]
-            memory_new += access_time[a, _U(level if u == t else lu)]
+            memory_old += access_time[j, _U(lu)]
+            memory_new += access_time[j, _U(level if u == t else lu)]
         c = compute[k]
         delta += (c if c > memory_new else memory_new) - (c if c > memory_old else memory_old)
     return delta
 
 
 @njit(cache=True, nogil=True)
-def load_kernel(place, size, start, end, n_levels, n_ops):
+def load_kernel(place, a):
     """load[l, k]: bytes of tensors placed in l and live at step k (spec section 3)."""
+    size, start, end = a.size, a.start, a.end
+    n_levels, n_ops = a.capacity.shape[0], a.compute.shape[0]
     diff = np.zeros((n_levels, n_ops + 1), np.int64)
     for t in range(size.shape[0]):
         diff[place[t], start[t]] += size[t]
@@ -101,8 +106,7 @@ def capacity_ok_kernel(load, capacity):
 
 
 @njit(cache=True, nogil=True)
-def rectify_level_kernel(place, load, l, capacity, size, start, end,
-                         weights_by_rank, step_ptr, step_tensor, rank):
+def rectify_level_kernel(place, load, l, a, tables):
     """Spec section 6 for one level l, in place on `place` and `load`:
     for every step, evict the lowest-rank tensor of level l live there to l+1
     until the level fits.
@@ -110,8 +114,11 @@ def rectify_level_kernel(place, load, l, capacity, size, start, end,
     Weights are live at every step, so they are kept apart in `weights_by_rank`;
     during one level's pass weights only leave level l, so one pointer walks them.
     `step_tensor[step_ptr[k]:step_ptr[k+1]]` are the activations live at k, by rank.
-    Returns the number of tensors moved.
+    Returns the number of tensors moved. `tables` is `rectification.RectifyTables`.
     """
+    capacity, size, start, end, rank = a.capacity, a.size, a.start, a.end, a.rank
+    weights_by_rank, step_ptr, step_tensor = (tables.weights_by_rank, tables.step_ptr,
+                                              tables.step_tensor)
     moved = 0
     w = 0
     n_weights = weights_by_rank.shape[0]
@@ -135,49 +142,6 @@ def rectify_level_kernel(place, load, l, capacity, size, start, end,
                 load[l + 1, j] += size[best]
             moved += 1
     return moved
-
-
-@njit(cache=True, nogil=True)
-def first_fit_offsets_kernel(order, size, start, end, alignment, capacity, offsets):
-    """Place tensors in `order` at the lowest aligned offset that overlaps no placed
-    tensor sharing a live step and stays below `capacity`; -1 where none exists.
-    `offsets` must be filled with -1 for every tensor of the level on entry."""
-    m = order.shape[0]
-    placed = np.empty(m, np.int64)
-    n_placed = 0
-    lo = np.empty(m, np.int64)
-    hi = np.empty(m, np.int64)
-    for i in range(m):
-        t = order[i]
-        # Intervals of placed tensors that share a live step with t.
-        c = 0
-        for j in range(n_placed):
-            u = placed[j]
-            if start[u] <= end[t] and start[t] <= end[u]:
-                lo[c] = offsets[u]
-                hi[c] = offsets[u] + size[u]
-                c += 1
-        # Sort the conflicting intervals by lower end (insertion sort: c is small).
-        for a in range(1, c):
-            x, y = lo[a], hi[a]
-            b = a - 1
-            while b >= 0 and lo[b] > x:
-                lo[b + 1] = lo[b]
-                hi[b + 1] = hi[b]
-                b -= 1
-            lo[b + 1] = x
-            hi[b + 1] = y
-        candidate = 0
-        for a in range(c):
-            if lo[a] >= candidate + size[t]:
-                break
-            if hi[a] > candidate:
-                candidate = ((hi[a] + alignment - 1) // alignment) * alignment
-        if candidate + size[t] <= capacity:
-            offsets[t] = candidate
-            placed[n_placed] = t
-            n_placed += 1
-    return n_placed
 
 
 @njit(cache=True, nogil=True)

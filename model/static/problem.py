@@ -17,7 +17,8 @@ from memplace.model.core.errors import SolutionError
 from memplace.model.core.problem import PROBLEMS
 from memplace.model.instance import Instance
 from memplace.model.static.cost import latency, latency_batch
-from memplace.model.static.rectification import Packer, rectify
+from memplace.model.packing.packers import Packer, budgeted_packer
+from memplace.model.static.rectification import rectify
 from memplace.model.static.solution import Solution, placement_errors, validate
 
 
@@ -67,9 +68,9 @@ class StaticProblem:
 
     def default_packer(self, time_limit: float | None) -> Packer:
         """The packer for addressed levels: compiler heuristics, then the exact search with
-        a budget of a tenth of the time limit (at most 5 s), then first-fit."""
-        from memplace.model.static.offsets import placement_packer
-        return placement_packer(5.0 if time_limit is None else min(5.0, 0.1 * time_limit))
+        a budget of a tenth of the time limit (at most 5 s); where both fail, rectify's
+        canonical first-fit says what moves down."""
+        return budgeted_packer(5.0 if time_limit is None else min(5.0, 0.1 * time_limit))
 
     def finish(self, instance: Instance, solution: Placed, packer: Packer | None,
                notes: dict[str, Any]) -> tuple[Placed, list[str], bool]:

@@ -8,17 +8,18 @@ so what they add to it is rectified too. (The spec lists the capacity loop over
 all levels before the offsets; interleaving per level is the reading under which
 the result is valid. Without addressed levels the two are the same.)
 
-The offset assignment is pluggable: `packer(size, start, end, alignment, capacity,
-priority) -> offsets` takes the level's tensors (live ranges inclusive; priority:
-higher keeps its place) and returns int64 offsets with -1 for tensors it could
-not place. The canonical packer is first-fit in decreasing priority; with it,
-all unplaced tensors move down at once (moving them one at a time gives the same
-result, as first-fit never revisits earlier choices). With any other packer they
-move one at a time, smallest traffic/size first, and the level is packed again.
+The offset assignment is pluggable: a packing-library `Packer` (half-open lifespans,
+so the spec's inclusive live ranges become `[start, end + 1)` here, at the edge).
+The canonical assignment is first-fit in decreasing rank (spec order: the tensor
+that would be evicted last is placed first); with it, all unplaced tensors move
+down at once (moving them one at a time gives the same result, as first-fit never
+revisits earlier choices). With a packer, the level is packed by it; if it fails,
+the canonical first-fit says which tensors cannot be placed, they move one at a
+time, smallest traffic/size first, and the level is packed again.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,8 +29,8 @@ from memplace.model.static import kernels
 from memplace.model.static.cost import as_placement
 from memplace.model.core.errors import InstanceError
 from memplace.model.instance import Instance
-
-Packer = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int, np.ndarray], np.ndarray]
+from memplace.model.packing.heuristics import FIRST_FIT, place_in_order
+from memplace.model.packing.packers import Packer
 
 
 class Rectified(NamedTuple):
@@ -69,14 +70,13 @@ def _build_tables(instance: Instance) -> RectifyTables:
     return RectifyTables(weights_by_rank, step_ptr, step_tensor, by_rank_desc)
 
 
-def first_fit_packer(size: np.ndarray, start: np.ndarray, end: np.ndarray, alignment: int,
-                     capacity: int, priority: np.ndarray) -> np.ndarray:
-    """The canonical offset assignment: first-fit in decreasing priority."""
-    m = size.shape[0]
-    order = np.argsort(-priority, kind="stable").astype(np.int64)
-    offsets = np.full(m, -1, np.int64)
-    kernels.first_fit_offsets_kernel(order, size, start, end, alignment, capacity, offsets)
-    return offsets
+def first_fit_offsets(size: np.ndarray, start: np.ndarray, end: np.ndarray, alignment: int,
+                      capacity: int, rank: np.ndarray) -> np.ndarray:
+    """The canonical offset assignment of tensors with inclusive live ranges: first-fit
+    in decreasing `rank`; -1 where a tensor does not fit."""
+    order = np.argsort(-rank, kind="stable").astype(np.int64)
+    return place_in_order(order, size, start, end + 1, np.full(size.shape[0], alignment, np.int64),
+                          np.int64(capacity), FIRST_FIT)
 
 
 def rectify_capacity(instance: Instance, placement) -> np.ndarray:
@@ -93,14 +93,12 @@ def _rectify(instance: Instance, placement, packer: Packer | None,
              offsets_wanted: bool) -> Rectified:
     i = instance
     place = as_placement(i, placement).copy()
-    load = kernels.load_kernel(place, i.size, i.start, i.end, i.n_levels, i.n_ops)
+    load = kernels.load_kernel(place, i.arrays)
     tables = rectify_tables(i)
     offsets = np.full(i.n_tensors, -1, np.int64) if i.has_addressed_levels else None
     for l in range(i.n_levels):
         if l < i.n_levels - 1:
-            kernels.rectify_level_kernel(place, load, l, i.capacity, i.size, i.start, i.end,
-                                         tables.weights_by_rank, tables.step_ptr,
-                                         tables.step_tensor, i.rectify_rank)
+            kernels.rectify_level_kernel(place, load, l, i.arrays, tables)
         if offsets_wanted and i.addressed[l]:
             _pack_level(i, place, load, offsets, l, packer)
     return Rectified(place, offsets)
@@ -109,11 +107,15 @@ def _rectify(instance: Instance, placement, packer: Packer | None,
 def _pack_level(i: Instance, place: np.ndarray, load: np.ndarray, offsets: np.ndarray,
                 l: int, packer: Packer | None) -> None:
     members = np.flatnonzero(place == l)
+    alignment, capacity = int(i.alignment[l]), int(i.capacity[l])
     while members.size:
-        priority = i.rectify_rank[members]
-        pack = packer or first_fit_packer
-        got = np.asarray(pack(i.size[members], i.start[members], i.end[members],
-                              int(i.alignment[l]), int(i.capacity[l]), priority), np.int64)
+        size, start, end = i.size[members], i.start[members], i.end[members]
+        status = "failed"
+        if packer is not None:
+            status, got, _ = packer(size, start, end + 1, np.full(members.size, alignment, np.int64),
+                                    capacity, None)
+        if status != "packed":
+            got = first_fit_offsets(size, start, end, alignment, capacity, i.rectify_rank[members])
         unplaced = members[got < 0]
         if unplaced.size == 0:
             offsets[members] = got
@@ -131,36 +133,33 @@ def _pack_level(i: Instance, place: np.ndarray, load: np.ndarray, offsets: np.nd
 
 
 @njit(cache=True, nogil=True)
-def repair_latency_batch_kernel(population, compute, op_ptr, op_tensor, access_time, size,
-                                start, end, capacity, addressed, alignment, weights_by_rank,
-                                step_ptr, step_tensor, rank, by_rank_desc, out):
+def repair_latency_batch_kernel(population, a, tables, out):
     """For every row of `population` (int64[P, T], changed in place): the canonical
     rectify (capacity loop level by level; on an addressed level, first-fit offsets
     by decreasing rank and the tensors left without one moved a level down), then
     the latency into `out[p]` (inf if an addressed last level cannot take a tensor)."""
+    size, start, end, capacity, addressed = a.size, a.start, a.end, a.capacity, a.addressed
     n_pop, n_tensors = population.shape
     n_levels = capacity.shape[0]
-    n_ops = compute.shape[0]
-    offsets = np.empty(n_tensors, np.int64)
+    upper = end + 1  # the packing library's half-open lifespans
     order = np.empty(n_tensors, np.int64)
     for p in range(n_pop):
         place = population[p]
-        load = kernels.load_kernel(place, size, start, end, n_levels, n_ops)
+        load = kernels.load_kernel(place, a)
         feasible = True
         for l in range(n_levels):
             if l < n_levels - 1:
-                kernels.rectify_level_kernel(place, load, l, capacity, size, start, end,
-                                             weights_by_rank, step_ptr, step_tensor, rank)
+                kernels.rectify_level_kernel(place, load, l, a, tables)
             if addressed[l]:
                 m = 0
                 for i in range(n_tensors):
-                    t = by_rank_desc[i]
+                    t = tables.by_rank_desc[i]
                     if place[t] == l:
                         order[m] = t
-                        offsets[t] = -1
                         m += 1
-                kernels.first_fit_offsets_kernel(order[:m], size, start, end, alignment[l],
-                                                 capacity[l], offsets)
+                offsets = place_in_order(order[:m], size, start, upper,
+                                         np.full(n_tensors, a.alignment[l], np.int64),
+                                         capacity[l], FIRST_FIT)
                 for i in range(m):
                     t = order[i]
                     if offsets[t] < 0:
@@ -172,7 +171,7 @@ def repair_latency_batch_kernel(population, compute, op_ptr, op_tensor, access_t
                                 load[l, k] -= size[t]
                                 load[l + 1, k] += size[t]
         if feasible:
-            out[p] = kernels.latency_kernel(place, compute, op_ptr, op_tensor, access_time)
+            out[p] = kernels.latency_kernel(place, a)
         else:
             out[p] = np.inf
     return out
@@ -180,11 +179,5 @@ def repair_latency_batch_kernel(population, compute, op_ptr, op_tensor, access_t
 
 def repair_latency_batch(inst: Instance, population: np.ndarray) -> np.ndarray:
     """Rectify every row of an int64[P, T] placement array in place; return the latencies."""
-    i = inst
-    tables = rectify_tables(i)
     out = np.empty(population.shape[0], np.float64)
-    return repair_latency_batch_kernel(population, i.compute, i.op_ptr, i.op_tensor,
-                                       i.access_time, i.size, i.start, i.end, i.capacity,
-                                       i.addressed, i.alignment, tables.weights_by_rank,
-                                       tables.step_ptr, tables.step_tensor, i.rectify_rank,
-                                       tables.by_rank_desc, out)
+    return repair_latency_batch_kernel(population, inst.arrays, rectify_tables(inst), out)

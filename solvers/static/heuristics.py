@@ -119,9 +119,7 @@ def order_topological(inst: Instance) -> np.ndarray:
 
 def order_benefit_density(inst: Instance) -> np.ndarray:
     slow = inst.slowest_placement()
-    gain = np.array([-kernels.move_delta_kernel(slow, t, 0, inst.compute, inst.op_ptr,
-                                                inst.op_tensor, inst.access_time, inst.tensor_ptr,
-                                                inst.tensor_access, inst.access_op)
+    gain = np.array([-kernels.move_delta_kernel(slow, t, 0, inst.arrays)
                      for t in range(inst.n_tensors)])
     return _descending(gain / inst.size)
 

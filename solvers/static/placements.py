@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from memplace.model import Instance, capacity_ok, latency, rectify, rectify_capacity
-from memplace.model.static.rectification import Packer
+from memplace.model.packing.packers import Packer
 from memplace.solvers import SearchContext
 from memplace.solvers.static.heuristics import (ORDERS, greedy_fill, heuristic_placements,
                                                 randomized_greedy)

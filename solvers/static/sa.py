@@ -88,8 +88,7 @@ class Annealer:
         i = self.inst
         self.place = np.array(placement, np.int64, copy=True)
         (self.weight_bytes, self.act_load, self.tree_max,
-         self.tree_add) = build_state(self.place, i.size, i.start, i.end, i.is_weight,
-                                      i.n_levels, i.n_ops, self.leaves)
+         self.tree_add) = build_state(self.place, i.arrays, self.leaves)
         lat = latency(i, self.place)
         # latency, temperature, best (valid) latency, penalty weight (seconds per byte)
         self.state = np.array([lat, 0.0, lat, self.lam0])
@@ -117,16 +116,12 @@ class Annealer:
                                   n_moves, alpha, swap_fraction, group_fraction, group_max,
                                   seed, *self.lam,
                                   self.max_gain, self.stats,
-                                  i.compute, i.op_ptr, i.op_tensor, i.access_time,
-                                  i.tensor_ptr, i.tensor_access, i.access_op, i.size,
-                                  i.start, i.end, i.is_weight, i.capacity)
+                                  i.arrays)
         else:
             anneal_kernel(self.place, self.state, self.best_place, self.weight_bytes,
                           self.act_load, self.tree_max, self.tree_add, self.leaves, n_moves,
                           alpha, swap_fraction, seed, self.stats,
-                          i.compute, i.op_ptr, i.op_tensor, i.access_time, i.tensor_ptr,
-                          i.tensor_access, i.access_op, i.size, i.start, i.end, i.is_weight,
-                          i.capacity)
+                          i.arrays)
         self.kernel_s += time.perf_counter() - t
         self.kernel_cpu_s += time.thread_time() - cpu
 
@@ -139,10 +134,7 @@ class Annealer:
         i = self.inst
         return sample_uphill_kernel(self.place, n_samples, swap_fraction, seed,
                                     self.weight_bytes, self.act_load, self.tree_max,
-                                    self.tree_add, self.leaves, i.compute, i.op_ptr,
-                                    i.op_tensor, i.access_time, i.tensor_ptr, i.tensor_access,
-                                    i.access_op, i.size, i.start, i.end, i.is_weight,
-                                    i.capacity)
+                                    self.tree_add, self.leaves, i.arrays)
 
 
 def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50,
@@ -151,13 +143,9 @@ def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50,
     out; at most `max_pairs` swaps looked at), and its exact latency."""
     place = np.array(placement, np.int64, copy=True)
     leaves = tree_leaves(inst.n_ops)
-    state = build_state(place, inst.size, inst.start, inst.end, inst.is_weight, inst.n_levels,
-                        inst.n_ops, leaves)
+    state = build_state(place, inst.arrays, leaves)
     threshold = 1e-12 * latency(inst, place)
-    polish_kernel(place, *state, leaves, threshold, max_passes, max_pairs, inst.compute,
-                  inst.op_ptr, inst.op_tensor, inst.access_time, inst.tensor_ptr,
-                  inst.tensor_access, inst.access_op, inst.size, inst.start, inst.end,
-                  inst.is_weight, inst.capacity)
+    polish_kernel(place, *state, leaves, threshold, max_passes, max_pairs, inst.arrays)
     return place, latency(inst, place)
 
 

@@ -80,8 +80,10 @@ def shift_load(t, l, v, weight_bytes, act_load, tree_max, tree_add, leaves, star
 
 
 @njit(cache=True, nogil=True)
-def build_state(place, size, start, end, is_weight, n_levels, n_ops, leaves):
+def build_state(place, arrays, leaves):
     """Bookkeeping arrays (weight_bytes, act_load, tree_max, tree_add) of a placement."""
+    size, start, end, is_weight = arrays.size, arrays.start, arrays.end, arrays.is_weight
+    n_levels, n_ops = arrays.capacity.shape[0], arrays.compute.shape[0]
     weight_bytes = np.zeros(n_levels, np.int64)
     act_load = np.zeros((n_levels, n_ops), np.int64)
     tree_max = np.zeros((n_levels, 2 * leaves), np.int64)
@@ -154,8 +156,7 @@ def _swap_fits(l, t_out, t_in, weight_bytes, act_load, tree_max, tree_add, leave
 @njit(cache=True, nogil=True)
 def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, tree_add,
                   leaves, n_moves, alpha, swap_fraction, seed, stats,
-                  compute, op_ptr, op_tensor, access_time, tensor_ptr, tensor_access, access_op,
-                  size, start, end, is_weight, capacity):
+                  arrays):
     """`n_moves` Metropolis moves from `place` (changed in place, kept capacity-valid).
 
     state_f = [latency, temperature, best latency]: read on entry, written on exit;
@@ -164,6 +165,11 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
     one tensor to another level. `best_place` receives every placement better
     than the best latency. stats += [moves, infeasible, accepted, improved best].
     """
+    compute, op_ptr, op_tensor = arrays.compute, arrays.op_ptr, arrays.op_tensor
+    access_time, tensor_ptr = arrays.access_time, arrays.tensor_ptr
+    tensor_access, access_op = arrays.tensor_access, arrays.access_op
+    size, start, end = arrays.size, arrays.start, arrays.end
+    is_weight, capacity = arrays.is_weight, arrays.capacity
     np.random.seed(seed)
     n_tensors = place.shape[0]
     n_levels = capacity.shape[0]
@@ -196,11 +202,9 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
                                    leaves, capacity, size, start, end, is_weight)):
                 infeasible += 1
                 continue
-            d1 = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
-                                   tensor_ptr, tensor_access, access_op)
+            d1 = move_delta_kernel(place, t1, b, arrays)
             place[t1] = b
-            d2 = move_delta_kernel(place, t2, a, compute, op_ptr, op_tensor, access_time,
-                                   tensor_ptr, tensor_access, access_op)
+            d2 = move_delta_kernel(place, t2, a, arrays)
             delta = d1 + d2
             if not (delta <= 0.0 or np.random.random() < math.exp(-delta / temp)):
                 place[t1] = a
@@ -231,8 +235,7 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
                                 start, end, is_weight):
                 infeasible += 1
                 continue
-            delta = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
-                                      tensor_ptr, tensor_access, access_op)
+            delta = move_delta_kernel(place, t1, b, arrays)
             if not (delta <= 0.0 or np.random.random() < math.exp(-delta / temp)):
                 continue
             if at_best:
@@ -262,11 +265,14 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
 
 @njit(cache=True, nogil=True)
 def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, act_load,
-                         tree_max, tree_add, leaves, compute, op_ptr, op_tensor, access_time,
-                         tensor_ptr, tensor_access, access_op, size, start, end, is_weight,
-                         capacity):
+                         tree_max, tree_add, leaves, arrays):
     """Latency increases of up to `n_samples` random feasible moves from `place` (none
     applied; the bookkeeping is left as it was): the scale that sets the start temperature."""
+    compute, op_ptr, op_tensor = arrays.compute, arrays.op_ptr, arrays.op_tensor
+    access_time, tensor_ptr = arrays.access_time, arrays.tensor_ptr
+    tensor_access, access_op = arrays.tensor_access, arrays.access_op
+    size, start, end = arrays.size, arrays.start, arrays.end
+    is_weight, capacity = arrays.is_weight, arrays.capacity
     np.random.seed(seed)
     n_tensors = place.shape[0]
     n_levels = capacity.shape[0]
@@ -287,11 +293,9 @@ def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, ac
                     and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
                                    leaves, capacity, size, start, end, is_weight)):
                 continue
-            delta = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
-                                      tensor_ptr, tensor_access, access_op)
+            delta = move_delta_kernel(place, t1, b, arrays)
             place[t1] = b
-            delta += move_delta_kernel(place, t2, a, compute, op_ptr, op_tensor, access_time,
-                                       tensor_ptr, tensor_access, access_op)
+            delta += move_delta_kernel(place, t2, a, arrays)
             place[t1] = a
         else:
             b = np.random.randint(0, n_levels - 1)
@@ -300,8 +304,7 @@ def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, ac
             if not _single_fits(t1, b, weight_bytes, act_load, tree_max, capacity, size,
                                 start, end, is_weight):
                 continue
-            delta = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
-                                      tensor_ptr, tensor_access, access_op)
+            delta = move_delta_kernel(place, t1, b, arrays)
         if delta > 0.0:
             out[m] = delta
             m += 1
@@ -398,8 +401,7 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
                           tree_add, leaves, n_moves, alpha, swap_fraction, group_fraction,
                           group_max, seed,
                           lam_up, lam_down, lam_min, lam_max, max_gain, stats,
-                          compute, op_ptr, op_tensor, access_time, tensor_ptr, tensor_access,
-                          access_op, size, start, end, is_weight, capacity):
+                          arrays):
     """`n_moves` Metropolis moves on latency + lam x (sum over levels of peak overflow bytes).
 
     Moves: with probability `swap_fraction` a swap (t1 on level a <-> t2 on level b),
@@ -413,6 +415,11 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
     infeasible ground. `max_gain[t]` bounds the latency any move of t can save.
     stats += [moves, infeasible states, accepted, improved best].
     """
+    compute, op_ptr, op_tensor = arrays.compute, arrays.op_ptr, arrays.op_tensor
+    access_time, tensor_ptr = arrays.access_time, arrays.tensor_ptr
+    tensor_access, access_op = arrays.tensor_access, arrays.access_op
+    size, start, end = arrays.size, arrays.start, arrays.end
+    is_weight, capacity = arrays.is_weight, arrays.capacity
     np.random.seed(seed)
     n_tensors = place.shape[0]
     n_levels = capacity.shape[0]
@@ -499,8 +506,7 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
         if continue_move:
             for i in range(m):
                 t = mt[i]
-                delta += move_delta_kernel(place, t, mto[i], compute, op_ptr, op_tensor,
-                                           access_time, tensor_ptr, tensor_access, access_op)
+                delta += move_delta_kernel(place, t, mto[i], arrays)
                 place[t] = mto[i]
         if continue_move and delta + penalty <= threshold:
             if at_best:  # leaving the best placement: keep a copy of it
@@ -549,13 +555,17 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
 
 @njit(cache=True, nogil=True)
 def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, threshold,
-                  max_passes, max_pairs, compute, op_ptr, op_tensor, access_time, tensor_ptr,
-                  tensor_access, access_op, size, start, end, is_weight, capacity):
+                  max_passes, max_pairs, arrays):
     """Local search on a capacity-valid placement (changed in place, kept valid): apply
     every single move and every swap that lowers the latency by more than `threshold`,
     in index order, until a pass finds none (or `max_passes`; swaps are looked at up to
     `max_pairs` times in all, which bounds the time on large instances). Returns the
     latency change."""
+    compute, op_ptr, op_tensor = arrays.compute, arrays.op_ptr, arrays.op_tensor
+    access_time, tensor_ptr = arrays.access_time, arrays.tensor_ptr
+    tensor_access, access_op = arrays.tensor_access, arrays.access_op
+    size, start, end = arrays.size, arrays.start, arrays.end
+    is_weight, capacity = arrays.is_weight, arrays.capacity
     n_tensors = place.shape[0]
     n_levels = capacity.shape[0]
     total = 0.0
@@ -568,8 +578,7 @@ def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, thr
                 if b == a or not _single_fits(t, b, weight_bytes, act_load, tree_max, capacity,
                                               size, start, end, is_weight):
                     continue
-                d = move_delta_kernel(place, t, b, compute, op_ptr, op_tensor, access_time,
-                                      tensor_ptr, tensor_access, access_op)
+                d = move_delta_kernel(place, t, b, arrays)
                 if d < -threshold:
                     place[t] = b
                     shift_load(t, a, -size[t], weight_bytes, act_load, tree_max, tree_add,
@@ -592,11 +601,9 @@ def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, thr
                         and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
                                        leaves, capacity, size, start, end, is_weight)):
                     continue
-                d1 = move_delta_kernel(place, t1, b, compute, op_ptr, op_tensor, access_time,
-                                       tensor_ptr, tensor_access, access_op)
+                d1 = move_delta_kernel(place, t1, b, arrays)
                 place[t1] = b
-                d = d1 + move_delta_kernel(place, t2, a, compute, op_ptr, op_tensor,
-                                           access_time, tensor_ptr, tensor_access, access_op)
+                d = d1 + move_delta_kernel(place, t2, a, arrays)
                 if d < -threshold:
                     place[t2] = a
                     shift_load(t1, a, -size[t1], weight_bytes, act_load, tree_max, tree_add,

@@ -18,7 +18,7 @@ from memplace.model.packing.packers import (PACKERS, Buffer, check_packing, mini
                                       peak_live_size)
 
 # The shared folder sits beside the repository (in CI too).
-BENCH = Path(__file__).resolve().parent.parent.parent / "shared" / "benchmarks" / "minimalloc"
+BENCH = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "minimalloc"
 EXAMPLE = BENCH / "examples" / "input.12.csv"
 EXAMPLE_ROWS = [("b1", 0, 3, 4), ("b2", 3, 9, 4), ("b3", 0, 9, 4), ("b4", 9, 21, 4), ("b5", 0, 21, 4)]
 

@@ -23,7 +23,7 @@ from memplace.model import Instance
 from memplace.solvers import registry, solve, solvers_of
 from randominst import random_instance_dict
 
-HELPERS = Path(__file__).resolve().with_name("bench_solvers.py")
+HELPERS = Path(__file__).resolve().parents[1] / "bench_solvers.py"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -278,6 +278,12 @@ def test_resume_retries_failed_runs_only_when_asked(tmp_path):
     ({"params": {"milp": {"gap": 0.1}}}, "solver 'milp' is not among the plan's solvers"),
     ({"seeds": [-1]}, "seeds must be"),
     ({"timelimit": 5}, "unknown key 'timelimit'"),
+    ({"solvers": ["sa"], "params": {"sa": {"restarts": 0, "group_max": 99}}},
+     r"solver 'sa': parameter 'restarts'=0 is outside \[1, inf\]"),
+    ({"solvers": ["sa"], "params": {"sa": {"group_max": 99}}},
+     r"solver 'sa': parameter 'group_max'=99 is outside \[2, 16\]"),
+    ({"solvers": ["ga"], "params": {"ga": {"population": 4, "elite": 4}}},
+     r"solver 'ga': parameter 'elite'=4 is outside \[0, population-1\] = \[0, 3\]"),
 ])
 def test_plan_errors_name_the_offending_entry_before_anything_runs(tmp_path, keys, message):
     plan_keys = {"instances": ["vgg16@nnpi"], "solvers": ["compiler"], "seeds": [0],
