@@ -33,13 +33,22 @@ def _is_number(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Level:
-    """One memory level: fastest first; `capacity` None means unbounded."""
+    """One memory level: fastest first; `capacity` None means unbounded.
+
+    `copy_bandwidth` is the rate of asynchronous copies on the level's channel (spec
+    section 9); None (the default) means the level's `bandwidth`.
+    """
 
     name: str
     capacity: int | None
     bandwidth: float
     addressed: bool = False
     alignment: int = 1
+    copy_bandwidth: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.copy_bandwidth is None:
+            object.__setattr__(self, "copy_bandwidth", self.bandwidth)
 
 
 class Arrays(NamedTuple):
@@ -76,7 +85,7 @@ class Instance:
       traffic               sum of bytes over a tensor's accesses
       is_weight             1 for weights (live at every step)
       capacity[l]           bytes, UNBOUNDED for a null capacity
-      bandwidth, addressed, alignment   per level
+      bandwidth, addressed, alignment, copy_bandwidth   per level
       rectify_rank[t]       position of t in spec section 6's order (0 moves first)
     `arrays` holds them as one record (`Arrays`), which is what the kernels take.
     """
@@ -212,6 +221,7 @@ class Instance:
         self.bandwidth = np.array([lv.bandwidth for lv in self.levels], np.float64)
         self.capacity = np.array(
             [UNBOUNDED if lv.capacity is None else lv.capacity for lv in self.levels], np.int64)
+        self.copy_bandwidth = np.array([lv.copy_bandwidth for lv in self.levels], np.float64)
         self.addressed = np.array([lv.addressed for lv in self.levels], np.bool_)
         self.alignment = np.array([lv.alignment for lv in self.levels], np.int64)
         self.access_time = np.ascontiguousarray(
@@ -376,7 +386,10 @@ def _check_levels(hardware: dict[str, Any]) -> list[Level]:
         alignment = lv.get("alignment", 1)
         if not _is_int(alignment) or alignment < 1:
             raise InstanceError(f"{label}: alignment must be an integer >= 1, got {alignment!r}")
-        levels.append(Level(name, cap, float(bw), addressed, alignment))
+        copy_bw = lv.get("copy_bandwidth", bw)
+        if not _is_number(copy_bw) or copy_bw <= 0:
+            raise InstanceError(f"{label}: copy_bandwidth must be a number > 0, got {copy_bw!r}")
+        levels.append(Level(name, cap, float(bw), addressed, alignment, float(copy_bw)))
     return levels
 
 
