@@ -51,24 +51,11 @@ class Level:
             object.__setattr__(self, "copy_bandwidth", self.bandwidth)
 
 
-class Arrays(NamedTuple):
-    """The arrays the Numba kernels read, as one typed record (see `Instance`)."""
-
-    compute: np.ndarray
-    op_ptr: np.ndarray
-    op_tensor: np.ndarray
-    access_time: np.ndarray
-    tensor_ptr: np.ndarray
-    tensor_access: np.ndarray
-    access_op: np.ndarray
-    size: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    is_weight: np.ndarray
-    capacity: np.ndarray
-    addressed: np.ndarray
-    alignment: np.ndarray
-    rank: np.ndarray  # rectify_rank
+# The arrays the Numba kernels read, as one typed record (`Instance.arrays`; `rank` is
+# `rectify_rank`): kernels take this instead of a dozen loose arrays.
+Arrays = NamedTuple("Arrays", [(name, np.ndarray) for name in (
+    "compute", "op_ptr", "op_tensor", "access_time", "tensor_ptr", "tensor_access", "access_op",
+    "size", "start", "end", "is_weight", "capacity", "addressed", "alignment", "rank")])
 
 
 class Instance:

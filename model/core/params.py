@@ -1,12 +1,10 @@
 """Parameter specs: what a solver (or any registered item) accepts, checked in one place.
 
-A spec is a `Param`: default, type, range or choices, and a one-line doc. `check_params`
-overlays given values on the defaults, converts strings (from the command line or a
-TOML plan) to the declared type and checks every value, raising `ParameterError`
-naming the owner, the parameter and the allowed values. `solve()`, `memplace solve`
-and plan loading all go through it, so a bad value fails before anything runs.
-A bound may name another parameter ("population", "population-1") for the few
-ranges that depend on one.
+`check_params` overlays given values on the defaults, converts strings (from the
+command line or a TOML plan) to the declared type and checks every value, raising
+`ParameterError` naming the owner, the parameter and what is allowed. `solve()`,
+`memplace solve` and plan loading all go through it, so a bad value fails before
+anything runs.
 """
 from __future__ import annotations
 
@@ -17,15 +15,14 @@ from typing import Any, Mapping
 from memplace.model.core.errors import ParameterError
 
 Bound = float | int | str | None
-_TYPES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 
 @dataclass(frozen=True)
 class Param:
     """One parameter: `default` (None allowed only when the default is None), `type`
-    (bool, int, float or str; inferred from the default when omitted), inclusive
-    bounds `low`/`high` (numbers, or the name of another parameter with an optional
-    integer offset), allowed `choices`, and a one-line `doc`."""
+    (bool, int, float or str; from the default when omitted), inclusive bounds
+    `low`/`high` (a number, or another parameter's name with an optional offset:
+    "population-1"), allowed `choices`, and a one-line `doc`."""
 
     default: Any
     type: type | None = None
@@ -36,27 +33,14 @@ class Param:
 
     @property
     def kind(self) -> type:
-        if self.type is not None:
-            return self.type
-        if self.default is None:
-            return float
-        return type(self.default)
-
-    @property
-    def nullable(self) -> bool:
-        return self.default is None
+        return self.type or (float if self.default is None else type(self.default))
 
     def describe(self) -> str:
-        """`name=default`-style summary of the allowed values: `int in [1, inf]`."""
-        kind = self.kind.__name__
-        if self.choices is not None:
-            allowed = f"one of {', '.join(map(str, self.choices))}"
-        elif self.low is not None or self.high is not None:
-            allowed = f"in {_interval(self.low, self.high)}"
-        else:
-            allowed = ""
-        none = " or none" if self.nullable else ""
-        return " ".join(part for part in (kind, allowed) if part) + none
+        """What is allowed, e.g. `int in [1, inf] or none`."""
+        allowed = (f" one of {', '.join(map(str, self.choices))}" if self.choices is not None
+                   else f" in {_interval(self.low, self.high)}"
+                   if self.low is not None or self.high is not None else "")
+        return self.kind.__name__ + allowed + (" or none" if self.default is None else "")
 
 
 def as_param(spec: Any) -> Param:
@@ -77,51 +61,45 @@ def _resolve(bound: Bound, values: Mapping[str, Any]) -> float | None:
 
 
 def _convert(owner: str, key: str, value: Any, spec: Param) -> Any:
-    kind = spec.kind
+    kind, where = spec.kind, f"{owner}: parameter {key!r}"
     if isinstance(value, str) and kind is not str:
         text = value.strip().lower()
-        if spec.nullable and text == "none":
+        if spec.default is None and text == "none":
             return None
+        if kind is bool and text in ("true", "false", "1", "0", "yes", "no"):
+            return text in ("true", "1", "yes")
         try:
-            if kind is bool:
-                if text not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError
-                return text in ("true", "1", "yes")
-            return kind(value)
+            if kind is not bool:
+                return kind(value)
         except ValueError:
-            raise ParameterError(f"{owner}: parameter {key!r} cannot be {value!r} "
-                                 f"(expected {kind.__name__})") from None
-    if value is None:
-        if spec.nullable:
-            return None
-        raise ParameterError(f"{owner}: parameter {key!r} cannot be none")
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ParameterError(f"{owner}: parameter {key!r} must be true or false, got {value!r}")
-        return value
+            pass
+        raise ParameterError(f"{where} cannot be {value!r} (expected {kind.__name__})")
+    if value is None and spec.default is None:
+        return None
+    if kind is bool and not isinstance(value, bool):
+        raise ParameterError(f"{where} must be true or false, got {value!r}")
     if kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ParameterError(f"{owner}: parameter {key!r} must be {_TYPES[kind]}, got {value!r}")
+            raise ParameterError(f"{where} must be a number, got {value!r}")
         if kind is int and isinstance(value, float):
             if not value.is_integer():
-                raise ParameterError(f"{owner}: parameter {key!r} must be an integer, got {value!r}")
-            return int(value)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ParameterError(f"{owner}: parameter {key!r} must be finite, got {value!r}")
-        return value  # an int for a float parameter stays as given (run keys record it so)
-    if kind is str and not isinstance(value, str):
-        raise ParameterError(f"{owner}: parameter {key!r} must be a string, got {value!r}")
-    return value
+                raise ParameterError(f"{where} must be an integer, got {value!r}")
+            value = int(value)
+        if not math.isfinite(value):
+            raise ParameterError(f"{where} must be finite, got {value!r}")
+    elif kind is str and not isinstance(value, str):
+        raise ParameterError(f"{where} must be a string, got {value!r}")
+    return value  # an int for a float parameter stays as given (run keys record it so)
 
 
 def check_params(owner: str, specs: Mapping[str, Param], given: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults overlaid by `given`, converted and checked; raises ParameterError naming
     `owner` (e.g. "solver 'sa'"), the parameter and what is allowed."""
-    for key in given:
-        if key not in specs:
-            known = ", ".join(specs) or "none"
-            raise ParameterError(f"{owner} has no parameter {key!r} (parameters: {known})")
-    values = {key: (_convert(owner, key, given[key], spec) if key in given else spec.default)
+    unknown = [key for key in given if key not in specs]
+    if unknown:
+        raise ParameterError(f"{owner} has no parameter {unknown[0]!r} "
+                             f"(parameters: {', '.join(specs) or 'none'})")
+    values = {key: _convert(owner, key, given[key], spec) if key in given else spec.default
               for key, spec in specs.items()}
     for key, spec in specs.items():
         value = values[key]
@@ -132,8 +110,8 @@ def check_params(owner: str, specs: Mapping[str, Param], given: Mapping[str, Any
                                  f"{', '.join(map(str, spec.choices))}")
         low, high = _resolve(spec.low, values), _resolve(spec.high, values)
         if (low is not None and value < low) or (high is not None and value > high):
+            named = isinstance(spec.low, str) or isinstance(spec.high, str)
             raise ParameterError(f"{owner}: parameter {key!r}={value!r} is outside "
                                  f"{_interval(spec.low, spec.high)}"
-                                 + (f" = {_interval(low, high)}" if isinstance(spec.low, str)
-                                    or isinstance(spec.high, str) else ""))
+                                 + (f" = {_interval(low, high)}" if named else ""))
     return values

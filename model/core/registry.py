@@ -9,30 +9,23 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Items of one kind by name, in registration order.
-
-    `add` refuses a second item under a name already taken (a clear error naming the
-    kind and the name, so two modules cannot silently shadow each other); `get`
-    raises `ParameterError` naming an unknown name and the known ones. An optional
-    `loader` is called once before the first lookup (to import the modules that
-    register items).
-    """
+    """Items of one kind by name. `add` refuses a name taken by another item (so two
+    modules cannot silently shadow each other); `get` raises `ParameterError` naming
+    an unknown name and the known ones. `loader`, if given, runs once before the first
+    lookup (it imports the modules that register items)."""
 
     def __init__(self, kind: str, loader: Callable[[], None] | None = None):
         self.kind = kind
         self._items: dict[str, T] = {}
         self._loader = loader
-        self._loading = False
 
     def _load(self) -> None:
-        if self._loader is not None and not self._loading:
-            self._loading = True  # a loader may register items: do not recurse
-            loader, self._loader = self._loader, None
+        loader, self._loader = self._loader, None  # a loader may register items: run it once
+        if loader is not None:
             loader()
 
     def add(self, name: str, item: T, same: Callable[[T, T], bool] | None = None) -> T:
-        """Register `item` under `name`; a name taken by another item is an error
-        (`same(old, new)` True means it is the same item registered again)."""
+        """Register `item` under `name` (`same(old, new)`: the same item registered again)."""
         old = self._items.get(name)
         if old is not None and not (old is item or (same is not None and same(old, item))):
             raise ValueError(f"{self.kind} name {name!r} registered twice")
@@ -41,9 +34,7 @@ class Registry(Generic[T]):
 
     def decorator(self, name: str) -> Callable[[T], T]:
         """`@registry.decorator(name)`: add the decorated object under `name`."""
-        def add(item: T) -> T:
-            return self.add(name, item)
-        return add
+        return lambda item: self.add(name, item)
 
     def remove(self, name: str) -> T:
         return self._items.pop(name)
@@ -51,9 +42,11 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         self._load()
         if name not in self._items:
-            known = ", ".join(self._items) or "none"
-            raise ParameterError(f"unknown {self.kind} {name!r}; known: {known}")
+            raise ParameterError(f"unknown {self.kind} {name!r}; known: "
+                                 f"{', '.join(self._items) or 'none'}")
         return self._items[name]
+
+    __getitem__ = get
 
     def items(self) -> dict[str, T]:
         """Every item by name (a copy), sorted by name."""
@@ -63,16 +56,9 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return list(self.items())
 
-    def __getitem__(self, name: str) -> T:
-        return self.get(name)
-
     def __contains__(self, name: object) -> bool:
         self._load()
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
-
-    def __len__(self) -> int:
-        self._load()
-        return len(self._items)

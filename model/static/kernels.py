@@ -49,12 +49,6 @@ def latency_batch_kernel(population, a, out):
 
 
 @njit(cache=True, nogil=True)
-def op_time_kernel(k, place, a):
-    """Time of op k under a placement."""
-    return _op_time(k, place, a)
-
-
-@njit(cache=True, nogil=True)
 def move_delta_kernel(place, t, level, a):
     """Exact latency change of moving tensor t to `level`; touches only the ops that
     access t. `place` is left unchanged."""

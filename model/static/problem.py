@@ -8,6 +8,7 @@ all-slowest placement and the XLA-style `compiler` heuristic.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
@@ -95,13 +96,9 @@ class StaticProblem:
 
     def to_record(self, instance: Instance, solution: Placed) -> dict[str, Any]:
         """Placement by level name; offsets (null off addressed levels) or None."""
-        names = instance.level_names
-        placement = solution.placement.tolist()
-        offsets = None
-        if instance.has_addressed_levels and solution.offsets is not None:
-            offsets = [int(o) if instance.addressed[l] else None
-                       for o, l in zip(solution.offsets.tolist(), placement)]
-        return {"placement": [names[l] for l in placement], "offsets": offsets}
+        data = Solution(instance.name, *solution, math.nan).to_dict(instance)
+        return {"placement": data["placement"],
+                "offsets": data.get("offsets") if instance.has_addressed_levels else None}
 
     def from_record(self, instance: Instance, record: Mapping[str, Any]) -> Solution:
         """The solution of a runs-file record, with its claims (raises SolutionError)."""

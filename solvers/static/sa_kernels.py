@@ -153,6 +153,22 @@ def _swap_fits(l, t_out, t_in, weight_bytes, act_load, tree_max, tree_add, leave
     return w + peak + size[t_in] <= capacity[l]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _end_chain(place, best_place, at_best, state_f, lat, temp, best, stats, n_moves, infeasible,
+               accepted, improved):
+    """Write a chain's state back: the best placement if the chain ends on it, the
+    latency, temperature and best latency, and the move counts."""
+    if at_best:
+        best_place[:] = place
+    state_f[0] = lat
+    state_f[1] = temp
+    state_f[2] = best
+    stats[0] += n_moves
+    stats[1] += infeasible
+    stats[2] += accepted
+    stats[3] += improved
+
+
 @njit(cache=True, nogil=True)
 def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, tree_add,
                   leaves, n_moves, alpha, swap_fraction, seed, stats,
@@ -165,9 +181,6 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
     one tensor to another level. `best_place` receives every placement better
     than the best latency. stats += [moves, infeasible, accepted, improved best].
     """
-    compute, op_ptr, op_tensor = arrays.compute, arrays.op_ptr, arrays.op_tensor
-    access_time, tensor_ptr = arrays.access_time, arrays.tensor_ptr
-    tensor_access, access_op = arrays.tensor_access, arrays.access_op
     size, start, end = arrays.size, arrays.start, arrays.end
     is_weight, capacity = arrays.is_weight, arrays.capacity
     np.random.seed(seed)
@@ -252,15 +265,8 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
             best = lat
             at_best = True
             improved += 1
-    if at_best:
-        best_place[:] = place
-    state_f[0] = lat
-    state_f[1] = temp
-    state_f[2] = best
-    stats[0] += n_moves
-    stats[1] += infeasible
-    stats[2] += accepted
-    stats[3] += improved
+    _end_chain(place, best_place, at_best, state_f, lat, temp, best, stats, n_moves, infeasible,
+               accepted, improved)
 
 
 @njit(cache=True, nogil=True)
@@ -268,9 +274,6 @@ def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, ac
                          tree_max, tree_add, leaves, arrays):
     """Latency increases of up to `n_samples` random feasible moves from `place` (none
     applied; the bookkeeping is left as it was): the scale that sets the start temperature."""
-    compute, op_ptr, op_tensor = arrays.compute, arrays.op_ptr, arrays.op_tensor
-    access_time, tensor_ptr = arrays.access_time, arrays.tensor_ptr
-    tensor_access, access_op = arrays.tensor_access, arrays.access_op
     size, start, end = arrays.size, arrays.start, arrays.end
     is_weight, capacity = arrays.is_weight, arrays.capacity
     np.random.seed(seed)
@@ -415,18 +418,15 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
     infeasible ground. `max_gain[t]` bounds the latency any move of t can save.
     stats += [moves, infeasible states, accepted, improved best].
     """
-    compute, op_ptr, op_tensor = arrays.compute, arrays.op_ptr, arrays.op_tensor
-    access_time, tensor_ptr = arrays.access_time, arrays.tensor_ptr
-    tensor_access, access_op = arrays.tensor_access, arrays.access_op
     size, start, end = arrays.size, arrays.start, arrays.end
     is_weight, capacity = arrays.is_weight, arrays.capacity
     np.random.seed(seed)
+    lam = state_f[3]
     n_tensors = place.shape[0]
     n_levels = capacity.shape[0]
     lat = state_f[0]
     temp = state_f[1]
     best = state_f[2]
-    lam = state_f[3]
     over = np.empty(n_levels, np.int64)
     total_over = 0
     for l in range(n_levels):
@@ -541,16 +541,9 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
             lam *= lam_down
             if lam < lam_min:
                 lam = lam_min
-    if at_best:
-        best_place[:] = place
-    state_f[0] = lat
-    state_f[1] = temp
-    state_f[2] = best
     state_f[3] = lam
-    stats[0] += n_moves
-    stats[1] += infeasible
-    stats[2] += accepted
-    stats[3] += improved
+    _end_chain(place, best_place, at_best, state_f, lat, temp, best, stats, n_moves, infeasible,
+               accepted, improved)
 
 
 @njit(cache=True, nogil=True)
@@ -561,9 +554,6 @@ def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, thr
     in index order, until a pass finds none (or `max_passes`; swaps are looked at up to
     `max_pairs` times in all, which bounds the time on large instances). Returns the
     latency change."""
-    compute, op_ptr, op_tensor = arrays.compute, arrays.op_ptr, arrays.op_tensor
-    access_time, tensor_ptr = arrays.access_time, arrays.tensor_ptr
-    tensor_access, access_op = arrays.tensor_access, arrays.access_op
     size, start, end = arrays.size, arrays.start, arrays.end
     is_weight, capacity = arrays.is_weight, arrays.capacity
     n_tensors = place.shape[0]

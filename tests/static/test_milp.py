@@ -47,13 +47,19 @@ CASES = [(seed, 12 if seed % 3 == 0 else 9, 3 if seed % 4 else 2, 0.3 + 0.1 * (s
          for seed in range(12)]
 
 
-@pytest.mark.parametrize("seed,n_tensors,n_levels,tight", CASES)
-def test_milp_equals_brute_force(seed, n_tensors, n_levels, tight):
+def milp_against_brute_force(seed, n_tensors, n_levels, tight):
+    """milp on a random case, checked optimal against brute force; (result, optimum)."""
     inst = random_case(seed, n_tensors, n_levels, tight=tight)
     optimum, _ = brute_force(inst)
     result = solve(inst, "milp", time_limit=30)
     assert result.status == "optimal"
     assert optimum * (1 - 1e-12) <= result.latency <= optimum * (1 + 1e-6)
+    return result, optimum
+
+
+@pytest.mark.parametrize("seed,n_tensors,n_levels,tight", CASES)
+def test_milp_equals_brute_force(seed, n_tensors, n_levels, tight):
+    result, optimum = milp_against_brute_force(seed, n_tensors, n_levels, tight)
     assert result.lower_bound <= result.latency
     assert result.lower_bound >= optimum * (1 - 1e-6)
 
@@ -62,11 +68,7 @@ def test_milp_equals_brute_force(seed, n_tensors, n_levels, tight):
 @given(seed=st.integers(0, 10**6), n_tensors=st.integers(1, 8), n_levels=st.integers(1, 3),
        tight=st.floats(0.05, 1.5))
 def test_milp_equals_brute_force_property(seed, n_tensors, n_levels, tight):
-    inst = random_case(seed, n_tensors, n_levels, tight=tight)
-    optimum, _ = brute_force(inst)
-    result = solve(inst, "milp", time_limit=30)
-    assert result.status == "optimal"
-    assert optimum * (1 - 1e-12) <= result.latency <= optimum * (1 + 1e-6)
+    milp_against_brute_force(seed, n_tensors, n_levels, tight)
 
 
 @pytest.mark.parametrize("seed", range(4))
