@@ -134,7 +134,8 @@ def builtin_path(name: str) -> Path:
     raise _unknown("instance", name, builtin_names())
 
 
-def load(name_or_path: str | Path) -> Instance:
+def load(name_or_path: str | Path, problem: str = "static") -> Instance:
     """A built-in instance by name (`resnet50@nnpi`) or an instance file by path,
-    checked and turned into a `memplace.model.Instance`."""
-    return Instance.from_file(builtin_path(str(name_or_path)))
+    loaded and checked by the problem (`Problem.load`)."""
+    from memplace.model.core.problem import problem as get_problem
+    return get_problem(problem).load(builtin_path(str(name_or_path)))

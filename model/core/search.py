@@ -40,10 +40,6 @@ class SolverInfo:
     deterministic: bool = False  # same result whatever the seed: benchmarks run it once
     problem: str = DEFAULT_PROBLEM
 
-    @property
-    def defaults(self) -> dict[str, Any]:
-        return {key: spec.default for key, spec in self.params.items()}
-
     def check(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Every parameter (defaults filled in) converted and checked against its spec."""
         return check_params(f"solver {self.name!r}", self.params, params)

@@ -140,18 +140,6 @@ def _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit):
     return "packed", best[1], 0
 
 
-@register("exact")
-def _exact(sizes, lowers, uppers, aligns, capacity, time_limit):
-    """Heuristics first (cheap), then the canonical-packing search."""
-    status, offsets, _ = _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit)
-    if status == "packed":
-        return status, offsets, 0
-    code, offsets, nodes = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, capacity,
-                                                    time_limit)
-    return {pack_exact.PACKED: "packed", pack_exact.INFEASIBLE: "infeasible",
-            pack_exact.TIME_LIMIT: "timeout"}[code], offsets, nodes
-
-
 @register("exact-search")
 def _exact_search_only(sizes, lowers, uppers, aligns, capacity, time_limit):
     """The canonical-packing search alone (no heuristic shortcut), for benchmarking it."""
@@ -159,6 +147,15 @@ def _exact_search_only(sizes, lowers, uppers, aligns, capacity, time_limit):
                                                     time_limit)
     return {pack_exact.PACKED: "packed", pack_exact.INFEASIBLE: "infeasible",
             pack_exact.TIME_LIMIT: "timeout"}[code], offsets, nodes
+
+
+@register("exact")
+def _exact(sizes, lowers, uppers, aligns, capacity, time_limit):
+    """Heuristics first (cheap), then the canonical-packing search."""
+    status, offsets, _ = _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit)
+    if status == "packed":
+        return status, offsets, 0
+    return _exact_search_only(sizes, lowers, uppers, aligns, capacity, time_limit)
 
 
 # ---------------------------------------------------------------------------
@@ -194,30 +191,6 @@ def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
         status, offsets, nodes = packer(sizes, lowers, uppers, aligns, int(capacity), time_limit)
     return PackResult(offsets, status, _height(sizes, offsets), method,
                       time.perf_counter() - start, nodes)
-
-
-def pack_arrays(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
-                alignments: np.ndarray, capacity: int, method: str = "first-fit",
-                order: np.ndarray | None = None, time_limit: float | None = None) -> np.ndarray:
-    """Offsets (int64, -1 = could not place) straight from arrays, for hot loops.
-
-    With method "first-fit", buffers are placed in `order` (default: index order)
-    and those that do not fit get -1. The heuristics leave out only what does not
-    fit; the exact methods return all -1 unless everything packs (give them a
-    `time_limit` inside loops). Inputs are int64 arrays with half-open lifespans
-    and are not validated beyond what numba's typing enforces.
-    """
-    if method == "first-fit":
-        if order is None:
-            order = np.arange(sizes.size, dtype=np.int64)
-        return place_in_order(order, sizes, lowers, uppers, alignments, np.int64(capacity),
-                              FIRST_FIT)
-    if method in HEURISTICS:
-        return heuristic_offsets(sizes, lowers, uppers, alignments, np.int64(capacity),
-                                 HEURISTICS[method])
-    status, offsets, _ = PACKERS[method](sizes, lowers, uppers, alignments, int(capacity),
-                                         time_limit)
-    return offsets
 
 
 def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: int) -> list[str]:

@@ -77,17 +77,14 @@ class StaticProblem:
                notes: dict[str, Any]) -> tuple[Placed, list[str], bool]:
         """Offsets assigned (by `packer`, tensors that cannot be packed move down) where
         they are missing or invalid; `changed` when a tensor had to move."""
-        place, offsets = solution
-        errors = placement_errors(instance, place, offsets)
-        changed = False
-        if instance.has_addressed_levels and (offsets is None or errors):
-            fixed = rectify(instance, place, packer=packer)
-            if fixed.placement.tolist() != place.tolist():
-                notes["moved_to_pack"] = int((fixed.placement != place).sum())
-                changed = True
-            place, offsets = fixed.placement, fixed.offsets
-            errors = placement_errors(instance, place, offsets)
-        return Placed(place, offsets), errors, changed
+        errors = self.validate(instance, solution)
+        if not instance.has_addressed_levels or (solution.offsets is not None and not errors):
+            return solution, errors, False
+        fixed = self.repair(instance, solution, packer)
+        moved = int((fixed.placement != solution.placement).sum())
+        if moved:
+            notes["moved_to_pack"] = moved
+        return fixed, self.validate(instance, fixed), moved > 0
 
     def solution_file(self, result: Any) -> Solution:
         return Solution(result.instance, result.placement, result.offsets, result.latency,

@@ -87,8 +87,8 @@ class Annealer:
     def reset(self, placement: np.ndarray) -> None:
         i = self.inst
         self.place = np.array(placement, np.int64, copy=True)
-        (self.weight_bytes, self.act_load, self.tree_max,
-         self.tree_add) = build_state(self.place, i.arrays, self.leaves)
+        self.book = build_state(self.place, i.arrays, self.leaves)
+        self.weight_bytes, self.act_load, self.tree_max = self.book[:3]  # views, for checks
         lat = latency(i, self.place)
         # latency, temperature, best (valid) latency, penalty weight (seconds per byte)
         self.state = np.array([lat, 0.0, lat, self.lam0])
@@ -111,17 +111,12 @@ class Annealer:
         t = time.perf_counter()
         cpu = time.thread_time()
         if self.penalty:
-            anneal_penalty_kernel(self.place, self.state, self.best_place, self.weight_bytes,
-                                  self.act_load, self.tree_max, self.tree_add, self.leaves,
-                                  n_moves, alpha, swap_fraction, group_fraction, group_max,
-                                  seed, *self.lam,
-                                  self.max_gain, self.stats,
-                                  i.arrays)
+            anneal_penalty_kernel(self.place, self.state, self.best_place, self.book, n_moves,
+                                  alpha, swap_fraction, group_fraction, group_max, seed,
+                                  *self.lam, self.max_gain, self.stats, i.arrays)
         else:
-            anneal_kernel(self.place, self.state, self.best_place, self.weight_bytes,
-                          self.act_load, self.tree_max, self.tree_add, self.leaves, n_moves,
-                          alpha, swap_fraction, seed, self.stats,
-                          i.arrays)
+            anneal_kernel(self.place, self.state, self.best_place, self.book, n_moves, alpha,
+                          swap_fraction, seed, self.stats, i.arrays)
         self.kernel_s += time.perf_counter() - t
         self.kernel_cpu_s += time.thread_time() - cpu
 
@@ -131,10 +126,8 @@ class Annealer:
         self.state[2] = latency(self.inst, self.best_place)
 
     def sample_uphill(self, n_samples: int, swap_fraction: float, seed: int) -> np.ndarray:
-        i = self.inst
-        return sample_uphill_kernel(self.place, n_samples, swap_fraction, seed,
-                                    self.weight_bytes, self.act_load, self.tree_max,
-                                    self.tree_add, self.leaves, i.arrays)
+        return sample_uphill_kernel(self.place, n_samples, swap_fraction, seed, self.book,
+                                    self.inst.arrays)
 
 
 def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50,
@@ -143,9 +136,9 @@ def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50,
     out; at most `max_pairs` swaps looked at), and its exact latency."""
     place = np.array(placement, np.int64, copy=True)
     leaves = tree_leaves(inst.n_ops)
-    state = build_state(place, inst.arrays, leaves)
     threshold = 1e-12 * latency(inst, place)
-    polish_kernel(place, *state, leaves, threshold, max_passes, max_pairs, inst.arrays)
+    polish_kernel(place, build_state(place, inst.arrays, leaves), threshold, max_passes,
+                  max_pairs, inst.arrays)
     return place, latency(inst, place)
 
 

@@ -17,6 +17,7 @@ bytes still fits, so every state visited is a capacity-valid placement.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -67,10 +68,21 @@ def _tree_range_add(tree_max, tree_add, leaves, l, lo, hi, v):
     _tree_rebuild(tree_max, tree_add, l, b0)
 
 
+class Bookkeeping(NamedTuple):
+    """A placement's capacity bookkeeping (see the module docstring), one record."""
+
+    weight_bytes: np.ndarray  # int64[L]: weight bytes per level
+    act_load: np.ndarray  # int64[L, n_ops]: activation bytes per level and step
+    tree_max: np.ndarray  # int64[L, 2 leaves]: max tree over act_load
+    tree_add: np.ndarray  # int64[L, 2 leaves]: pending range adds of the tree
+    leaves: int
+
+
 @njit(cache=True, nogil=True)
-def shift_load(t, l, v, weight_bytes, act_load, tree_max, tree_add, leaves, start, end,
-               is_weight):
+def shift_load(t, l, v, book, arrays):
     """Add v bytes of tensor t's live range to level l's bookkeeping."""
+    weight_bytes, act_load, tree_max, tree_add, leaves = book
+    start, end, is_weight = arrays.start, arrays.end, arrays.is_weight
     if is_weight[t]:
         weight_bytes[l] += v
     else:
@@ -81,7 +93,7 @@ def shift_load(t, l, v, weight_bytes, act_load, tree_max, tree_add, leaves, star
 
 @njit(cache=True, nogil=True)
 def build_state(place, arrays, leaves):
-    """Bookkeeping arrays (weight_bytes, act_load, tree_max, tree_add) of a placement."""
+    """The `Bookkeeping` of a placement."""
     size, start, end, is_weight = arrays.size, arrays.start, arrays.end, arrays.is_weight
     n_levels, n_ops = arrays.capacity.shape[0], arrays.compute.shape[0]
     weight_bytes = np.zeros(n_levels, np.int64)
@@ -101,18 +113,21 @@ def build_state(place, arrays, leaves):
             a = tree_max[l, 2 * p]
             b = tree_max[l, 2 * p + 1]
             tree_max[l, p] = a if a > b else b
-    return weight_bytes, act_load, tree_max, tree_add
+    return Bookkeeping(weight_bytes, act_load, tree_max, tree_add, leaves)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _fits(l, weight_bytes, tree_max, capacity):
+def _fits(l, book, capacity):
+    weight_bytes, tree_max = book.weight_bytes, book.tree_max
     return weight_bytes[l] + tree_max[l, 1] <= capacity[l]
 
 
 @njit(cache=True, nogil=True)
-def _single_fits(t, b, weight_bytes, act_load, tree_max, capacity, size, start, end,
-                 is_weight):
+def _single_fits(t, b, book, arrays):
     """Whether tensor t fits into level b, given the current bookkeeping."""
+    weight_bytes, act_load, tree_max = book.weight_bytes, book.act_load, book.tree_max
+    size, start, end, is_weight = arrays.size, arrays.start, arrays.end, arrays.is_weight
+    capacity = arrays.capacity
     if is_weight[t]:
         return weight_bytes[b] + size[t] + tree_max[b, 1] <= capacity[b]
     peak = 0
@@ -123,10 +138,12 @@ def _single_fits(t, b, weight_bytes, act_load, tree_max, capacity, size, start, 
 
 
 @njit(cache=True, nogil=True)
-def _swap_fits(l, t_out, t_in, weight_bytes, act_load, tree_max, tree_add, leaves, capacity,
-               size, start, end, is_weight):
+def _swap_fits(l, t_out, t_in, book, arrays):
     """Whether level l fits at every step once t_out has left it and t_in has come in
     (exact; the bookkeeping is left as it was)."""
+    weight_bytes, act_load, tree_max, tree_add, leaves = book
+    size, start, end, is_weight = arrays.size, arrays.start, arrays.end, arrays.is_weight
+    capacity = arrays.capacity
     w = weight_bytes[l]
     if is_weight[t_out]:
         w -= size[t_out]
@@ -170,8 +187,7 @@ def _end_chain(place, best_place, at_best, state_f, lat, temp, best, stats, n_mo
 
 
 @njit(cache=True, nogil=True)
-def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, tree_add,
-                  leaves, n_moves, alpha, swap_fraction, seed, stats,
+def anneal_kernel(place, state_f, best_place, book, n_moves, alpha, swap_fraction, seed, stats,
                   arrays):
     """`n_moves` Metropolis moves from `place` (changed in place, kept capacity-valid).
 
@@ -209,10 +225,8 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
             if t2 < 0:
                 continue
             b = place[t2]
-            if not (_swap_fits(a, t1, t2, weight_bytes, act_load, tree_max, tree_add, leaves,
-                               capacity, size, start, end, is_weight)
-                    and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
-                                   leaves, capacity, size, start, end, is_weight)):
+            if not (_swap_fits(a, t1, t2, book, arrays)
+                    and _swap_fits(b, t2, t1, book, arrays)):
                 infeasible += 1
                 continue
             d1 = move_delta_kernel(place, t1, b, arrays)
@@ -230,22 +244,17 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
                 at_best = False
             s1 = size[t1]
             s2 = size[t2]
-            shift_load(t1, a, -s1, weight_bytes, act_load, tree_max, tree_add, leaves,
-                       start, end, is_weight)
-            shift_load(t2, b, -s2, weight_bytes, act_load, tree_max, tree_add, leaves,
-                       start, end, is_weight)
-            shift_load(t2, a, s2, weight_bytes, act_load, tree_max, tree_add, leaves,
-                       start, end, is_weight)
-            shift_load(t1, b, s1, weight_bytes, act_load, tree_max, tree_add, leaves,
-                       start, end, is_weight)
+            shift_load(t1, a, -s1, book, arrays)
+            shift_load(t2, b, -s2, book, arrays)
+            shift_load(t2, a, s2, book, arrays)
+            shift_load(t1, b, s1, book, arrays)
         else:
             t1 = np.random.randint(0, n_tensors)
             a = place[t1]
             b = np.random.randint(0, n_levels - 1)
             if b >= a:
                 b += 1
-            if not _single_fits(t1, b, weight_bytes, act_load, tree_max, capacity, size,
-                                start, end, is_weight):
+            if not _single_fits(t1, b, book, arrays):
                 infeasible += 1
                 continue
             delta = move_delta_kernel(place, t1, b, arrays)
@@ -255,10 +264,8 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
                 best_place[:] = place
                 at_best = False
             place[t1] = b
-            shift_load(t1, a, -size[t1], weight_bytes, act_load, tree_max, tree_add, leaves,
-                       start, end, is_weight)
-            shift_load(t1, b, size[t1], weight_bytes, act_load, tree_max, tree_add, leaves,
-                       start, end, is_weight)
+            shift_load(t1, a, -size[t1], book, arrays)
+            shift_load(t1, b, size[t1], book, arrays)
         accepted += 1
         lat += delta
         if lat < best:
@@ -270,8 +277,7 @@ def anneal_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max, 
 
 
 @njit(cache=True, nogil=True)
-def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, act_load,
-                         tree_max, tree_add, leaves, arrays):
+def sample_uphill_kernel(place, n_samples, swap_fraction, seed, book, arrays):
     """Latency increases of up to `n_samples` random feasible moves from `place` (none
     applied; the bookkeeping is left as it was): the scale that sets the start temperature."""
     size, start, end = arrays.size, arrays.start, arrays.end
@@ -291,10 +297,8 @@ def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, ac
             b = place[t2]
             if b == a:
                 continue
-            if not (_swap_fits(a, t1, t2, weight_bytes, act_load, tree_max, tree_add, leaves,
-                               capacity, size, start, end, is_weight)
-                    and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
-                                   leaves, capacity, size, start, end, is_weight)):
+            if not (_swap_fits(a, t1, t2, book, arrays)
+                    and _swap_fits(b, t2, t1, book, arrays)):
                 continue
             delta = move_delta_kernel(place, t1, b, arrays)
             place[t1] = b
@@ -304,8 +308,7 @@ def sample_uphill_kernel(place, n_samples, swap_fraction, seed, weight_bytes, ac
             b = np.random.randint(0, n_levels - 1)
             if b >= a:
                 b += 1
-            if not _single_fits(t1, b, weight_bytes, act_load, tree_max, capacity, size,
-                                start, end, is_weight):
+            if not _single_fits(t1, b, book, arrays):
                 continue
             delta = move_delta_kernel(place, t1, b, arrays)
         if delta > 0.0:
@@ -334,18 +337,21 @@ def max_gain_kernel(access_time, tensor_ptr, tensor_access):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _overflow(l, weight_bytes, tree_max, capacity):
+def _overflow(l, book, capacity):
     """Bytes by which level l's peak load exceeds its capacity (0 when it fits)."""
+    weight_bytes, tree_max = book.weight_bytes, book.tree_max
     v = weight_bytes[l] + tree_max[l, 1] - capacity[l]
     return v if v > 0 else 0
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _overflow_after(l, m, mt, mfrom, mto, weight_bytes, act_load, tree_max, tree_add, leaves,
-                    capacity, size, start, end, is_weight):
+def _overflow_after(l, m, mt, mfrom, mto, book, arrays):
     """Overflow of level l once the move (tensors mt[:m] from mfrom to mto) is made,
     computed without changing the bookkeeping (the tree is touched only when an
     activation leaves an overflowing level, and restored)."""
+    weight_bytes, act_load, tree_max, tree_add, leaves = book
+    size, start, end, is_weight = arrays.size, arrays.start, arrays.end, arrays.is_weight
+    capacity = arrays.capacity
     w = weight_bytes[l]
     act_leaves = False
     for i in range(m):
@@ -400,11 +406,9 @@ def _overflow_after(l, m, mt, mfrom, mto, weight_bytes, act_load, tree_max, tree
 
 
 @njit(cache=True, nogil=True)
-def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tree_max,
-                          tree_add, leaves, n_moves, alpha, swap_fraction, group_fraction,
-                          group_max, seed,
-                          lam_up, lam_down, lam_min, lam_max, max_gain, stats,
-                          arrays):
+def anneal_penalty_kernel(place, state_f, best_place, book, n_moves, alpha, swap_fraction,
+                          group_fraction, group_max, seed, lam_up, lam_down, lam_min, lam_max,
+                          max_gain, stats, arrays):
     """`n_moves` Metropolis moves on latency + lam x (sum over levels of peak overflow bytes).
 
     Moves: with probability `swap_fraction` a swap (t1 on level a <-> t2 on level b),
@@ -430,7 +434,7 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
     over = np.empty(n_levels, np.int64)
     total_over = 0
     for l in range(n_levels):
-        over[l] = _overflow(l, weight_bytes, tree_max, capacity)
+        over[l] = _overflow(l, book, capacity)
         total_over += over[l]
     at_best = total_over == 0 and lat == best  # the best is copied out lazily, as above
     mt = np.empty(group_max + 1, np.int64)  # the tensors a move changes, their levels
@@ -482,10 +486,8 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
             mto[i] = a
         for i in range(m):
             mfrom[i] = place[mt[i]]
-        over_a = _overflow_after(a, m, mt, mfrom, mto, weight_bytes, act_load, tree_max,
-                                 tree_add, leaves, capacity, size, start, end, is_weight)
-        over_b = _overflow_after(b, m, mt, mfrom, mto, weight_bytes, act_load, tree_max,
-                                 tree_add, leaves, capacity, size, start, end, is_weight)
+        over_a = _overflow_after(a, m, mt, mfrom, mto, book, arrays)
+        over_b = _overflow_after(b, m, mt, mfrom, mto, book, arrays)
         d_over = over_a - over[a] + over_b - over[b]
         # Metropolis: accept when the energy change is below -temp*log(u); a move whose
         # penalty alone exceeds that by more than its largest possible gain is rejected
@@ -516,10 +518,8 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
                 at_best = False
             for i in range(m):
                 t = mt[i]
-                shift_load(t, mfrom[i], -size[t], weight_bytes, act_load, tree_max, tree_add,
-                           leaves, start, end, is_weight)
-                shift_load(t, mto[i], size[t], weight_bytes, act_load, tree_max, tree_add,
-                           leaves, start, end, is_weight)
+                shift_load(t, mfrom[i], -size[t], book, arrays)
+                shift_load(t, mto[i], size[t], book, arrays)
             over[a] = over_a
             over[b] = over_b
             total_over += d_over
@@ -547,8 +547,7 @@ def anneal_penalty_kernel(place, state_f, best_place, weight_bytes, act_load, tr
 
 
 @njit(cache=True, nogil=True)
-def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, threshold,
-                  max_passes, max_pairs, arrays):
+def polish_kernel(place, book, threshold, max_passes, max_pairs, arrays):
     """Local search on a capacity-valid placement (changed in place, kept valid): apply
     every single move and every swap that lowers the latency by more than `threshold`,
     in index order, until a pass finds none (or `max_passes`; swaps are looked at up to
@@ -565,16 +564,13 @@ def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, thr
         for t in range(n_tensors):
             for b in range(n_levels):
                 a = place[t]
-                if b == a or not _single_fits(t, b, weight_bytes, act_load, tree_max, capacity,
-                                              size, start, end, is_weight):
+                if b == a or not _single_fits(t, b, book, arrays):
                     continue
                 d = move_delta_kernel(place, t, b, arrays)
                 if d < -threshold:
                     place[t] = b
-                    shift_load(t, a, -size[t], weight_bytes, act_load, tree_max, tree_add,
-                               leaves, start, end, is_weight)
-                    shift_load(t, b, size[t], weight_bytes, act_load, tree_max, tree_add,
-                               leaves, start, end, is_weight)
+                    shift_load(t, a, -size[t], book, arrays)
+                    shift_load(t, b, size[t], book, arrays)
                     total += d
                     improved = True
         for t1 in range(n_tensors):
@@ -586,24 +582,18 @@ def polish_kernel(place, weight_bytes, act_load, tree_max, tree_add, leaves, thr
                 if a == b:
                     continue
                 pairs += 1
-                if not (_swap_fits(a, t1, t2, weight_bytes, act_load, tree_max, tree_add,
-                                   leaves, capacity, size, start, end, is_weight)
-                        and _swap_fits(b, t2, t1, weight_bytes, act_load, tree_max, tree_add,
-                                       leaves, capacity, size, start, end, is_weight)):
+                if not (_swap_fits(a, t1, t2, book, arrays)
+                        and _swap_fits(b, t2, t1, book, arrays)):
                     continue
                 d1 = move_delta_kernel(place, t1, b, arrays)
                 place[t1] = b
                 d = d1 + move_delta_kernel(place, t2, a, arrays)
                 if d < -threshold:
                     place[t2] = a
-                    shift_load(t1, a, -size[t1], weight_bytes, act_load, tree_max, tree_add,
-                               leaves, start, end, is_weight)
-                    shift_load(t2, b, -size[t2], weight_bytes, act_load, tree_max, tree_add,
-                               leaves, start, end, is_weight)
-                    shift_load(t2, a, size[t2], weight_bytes, act_load, tree_max, tree_add,
-                               leaves, start, end, is_weight)
-                    shift_load(t1, b, size[t1], weight_bytes, act_load, tree_max, tree_add,
-                               leaves, start, end, is_weight)
+                    shift_load(t1, a, -size[t1], book, arrays)
+                    shift_load(t2, b, -size[t2], book, arrays)
+                    shift_load(t2, a, size[t2], book, arrays)
+                    shift_load(t1, b, size[t1], book, arrays)
                     total += d
                     improved = True
                 else:

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from memplace.bench.cli import main
 from memplace.model.core.errors import MemplaceError
 from memplace.model.packing.minimalloc_csv import read_buffers
-from memplace.model.packing.packers import (PACKERS, Buffer, check_packing, minimize, pack, pack_arrays,
-                                      peak_live_size)
+from memplace.model.packing.heuristics import FIRST_FIT, place_in_order
+from memplace.model.packing.packers import PACKERS, Buffer, check_packing, minimize, pack, peak_live_size
 
 # The shared folder sits beside the repository (in CI too).
 BENCH = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "minimalloc"
@@ -233,9 +233,9 @@ def test_first_fit_arrays_follow_the_priority_order_and_mark_misfits():
     lowers = np.zeros(3, np.int64)
     uppers = np.ones(3, np.int64)
     aligns = np.ones(3, np.int64)
-    got = pack_arrays(sizes, lowers, uppers, aligns, 8, "first-fit", np.array([2, 0, 1]))
+    got = place_in_order(np.array([2, 0, 1]), sizes, lowers, uppers, aligns, np.int64(8), FIRST_FIT)
     assert list(got) == [4, -1, 0]
-    assert list(pack_arrays(sizes, lowers, uppers, aligns, 12, "best-fit-size")) == [0, 4, 8]
+    assert list(PACKERS["best-fit-size"](sizes, lowers, uppers, aligns, 12, None)[1]) == [0, 4, 8]
 
 
 # ---------------------------------------------------------------------------
