@@ -107,7 +107,7 @@ def _c_batch_ns(inst: Instance, pop: np.ndarray, repeats: int) -> float | None:
             ctypes.c_int64(inst.n_levels), ptr(out))
     seconds = _best_of(lambda: lib.latency_batch(*args), repeats)
     expected = np.empty(pop.shape[0])
-    kernels.latency_batch_kernel(pop, inst.arrays, expected)
+    kernels.latency_batch_kernel(pop, inst.compute, inst.op_ptr, inst.op_tensor, inst.access_time, expected)
     if not np.allclose(out, expected, rtol=1e-12, atol=0):
         raise RuntimeError("the C yardstick disagrees with the Numba kernel")
     return seconds / pop.shape[0] * 1e9
@@ -121,14 +121,14 @@ def measure(inst: Instance, population: int = 1024, moves: int = 1_000_000, seed
     pop = rng.integers(0, i.n_levels, (population, i.n_tensors)).astype(np.int64)
     place = pop[0].copy()
     out = np.empty(population)
-    a = i.arrays
-    kernels.latency_kernel(place, a)  # compile / load from cache before timing
+    args = (i.compute, i.op_ptr, i.op_tensor, i.access_time)
+    kernels.latency_kernel(place, *args)  # compile / load from cache before timing
     calls = 2000
-    single = _best_of(lambda: [kernels.latency_kernel(place, a) for _ in range(calls)], repeats) / calls
-    batch = _best_of(lambda: kernels.latency_batch_kernel(pop, a, out), repeats) / population
+    single = _best_of(lambda: [kernels.latency_kernel(place, *args) for _ in range(calls)], repeats) / calls
+    batch = _best_of(lambda: kernels.latency_batch_kernel(pop, *args, out), repeats) / population
     tensors = rng.integers(0, i.n_tensors, moves).astype(np.int64)
     levels = rng.integers(0, i.n_levels, moves).astype(np.int64)
-    delta_args = (place, tensors, levels, a)
+    delta_args = (place, tensors, levels, i.arrays)
     _delta_loop(*delta_args)
     delta = _best_of(lambda: _delta_loop(*delta_args), repeats) / moves
     plain = place.tolist()

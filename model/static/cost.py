@@ -20,7 +20,9 @@ def as_placement(instance: Instance, placement) -> np.ndarray:
 
 def latency(instance: Instance, placement) -> float:
     """Latency in seconds of one placement."""
-    return float(kernels.latency_kernel(as_placement(instance, placement), instance.arrays))
+    i = instance
+    return float(kernels.latency_kernel(as_placement(i, placement), i.compute, i.op_ptr,
+                                        i.op_tensor, i.access_time))
 
 
 def latency_batch(instance: Instance, population: np.ndarray) -> np.ndarray:
@@ -30,7 +32,7 @@ def latency_batch(instance: Instance, population: np.ndarray) -> np.ndarray:
     if pop.ndim != 2 or pop.shape[1] != i.n_tensors:
         raise ValueError(f"population has shape {pop.shape}, expected (P, {i.n_tensors})")
     out = np.empty(pop.shape[0], np.float64)
-    return kernels.latency_batch_kernel(pop, i.arrays, out)
+    return kernels.latency_batch_kernel(pop, i.compute, i.op_ptr, i.op_tensor, i.access_time, out)
 
 
 def move_delta(instance: Instance, placement: np.ndarray, tensor: int, level: int) -> float:

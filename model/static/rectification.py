@@ -171,7 +171,8 @@ def repair_latency_batch_kernel(population, a, tables, out):
                                 load[l, k] -= size[t]
                                 load[l + 1, k] += size[t]
         if feasible:
-            out[p] = kernels.latency_kernel(place, a)
+            out[p] = kernels.latency_kernel(place, a.compute, a.op_ptr, a.op_tensor,
+                                            a.access_time)
         else:
             out[p] = np.inf
     return out
