@@ -1,1 +1,1 @@
-"""Solvers of the residency problem (spec sections 9-12), and the game they can play."""
+"""Solvers of the residency problem (spec sections 9-12): homes, windows and copies."""
