@@ -1,8 +1,9 @@
 """`memplace/Residency-v0`: the mallocGame on memplace's residency problem.
 
 An episode plays `memplace.solvers.residency.game.ResidencyGame` on one instance:
-one step per buffer (tensor not homed in the fastest level), in XLA's
-memory-space-assignment order; the action is `Discrete(1 + (levels - 1) * 4)`:
+one step per buffer (tensor not homed in the fastest level that would save
+time there), in `msa`'s order (XLA's memory boundedness); a game with no such
+buffer is one step with only "stay home" legal; the action is `Discrete(1 + (levels - 1) * 4)`:
 0 = stay home, `1 + level * 4 + kind` = a window of kind (defining, late,
 preferred, earliest prefetch) in that faster level (see the game's docstring).
 
@@ -11,17 +12,18 @@ preferred, earliest prefetch) in that faster level (see the game's docstring).
   calls). An illegal action is played as "stay home" and reported with
   `info["illegal"] = True` (`illegal="raise"` makes it raise `IllegalMove`
   instead): `gymnasium.utils.env_checker.check_env` steps unmasked samples.
-- Baseline: the residency default `msa` when the residency problem registers one,
-  else (today) the static `compiler` placement without windows, which is also
-  the game's default homes, so "stay home" everywhere scores exactly 1.0.
-  `info["baseline"]` names the one used.
+- Baseline: `msa`, the residency problem's XLA-style default (never slower than
+  the static `compiler` placement, which is the game's default homes, so "stay
+  home" everywhere scores the compiler's speedup over `msa`, at most 1.0).
+  `info["baseline"]` names it, `info["baseline_latency"]` gives its latency.
 - Reward, shaped so the episode's return is the speedup over the baseline,
   `baseline_latency / final_latency`: with `reward="dense"` (default) each step
   earns the change in `phi = baseline_latency / latency(windows so far)` (every
   prefix of a game is a valid solution: the buffers not yet decided stay home),
-  and the last step also earns `phi` of the empty game (1.0 over the compiler),
-  so the sum telescopes to the final speedup. `reward="sparse"` pays the final
-  speedup on the last step only (no simulation before the end).
+  and the last step also earns `phi` of the empty game (the homes' speedup
+  over the baseline), so the sum telescopes to the final speedup.
+  `reward="sparse"` pays the final speedup on the last step only (no simulation
+  before the end).
 - info on the last step: `latency`, `speedup`, `solution` (the valid
   `ResidencySolution`), `instance`; every step: `step` (buffer number),
   `tensor`, `action_mask`, `illegal`.
@@ -45,22 +47,19 @@ from gymnasium import spaces
 
 from memplace.envs.instance_set import InstanceSet, Limits
 from memplace.envs.observation import FLOAT_MAX, graph_observation, graph_space
-from memplace.envs.placement import compiler_latency
 from memplace.model import Instance
 from memplace.solvers.residency.game import STAY, IllegalMove, ResidencyGame, n_actions
+from memplace.solvers.residency.msa import msa_solution
 
 REWARDS = ("dense", "sparse")
 ILLEGAL = ("stay", "raise")
 
 
 def residency_baseline(instance: Instance) -> tuple[str, float]:
-    """(name, latency) of the baseline the speedup is measured against (see module)."""
+    """("msa", its simulated latency): the residency default the return is measured
+    against (computed once per instance)."""
     def build(inst: Instance) -> tuple[str, float]:
-        from memplace.model.core.problem import PROBLEMS
-        from memplace.solvers import solve, solvers_of
-        if "residency" in PROBLEMS and "msa" in solvers_of("residency"):
-            return "msa", solve(inst, "msa", time_limit=None, problem="residency").latency
-        return "compiler", compiler_latency(inst)
+        return "msa", float(msa_solution(inst)[0].latency)
     return instance.derived("residency_baseline", build)
 
 

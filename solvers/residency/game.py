@@ -9,35 +9,38 @@ latency is section 11's simulation:
 - *Homes* are fixed before the game: by default the static `compiler` placement
   (a valid static solution, so "stay home" everywhere is exactly the compiler's
   latency); any valid static placement may be given instead.
-- *Buffers* are the tensors not homed in the fastest level, presented in XLA's
-  memory-space-assignment order (spec section 12): memory boundedness, the
-  latency a window could save per use over the square root of the size,
-  decreasing; ties to the smaller tensor index.
+- *Buffers* are the tensors not homed in the fastest level whose accesses would
+  save time there, presented in `msa`'s order (XLA's memory boundedness, spec
+  section 12: the latency all accesses would save in level 0, over the square
+  root of the size, decreasing; ties to the smaller tensor index).
 - *Moves* for a buffer: `STAY` (action 0, no window), or one window in a level
   faster than its home covering every use the window can serve, of one of four
   `KINDS`: `defining` (an activation written by its producer straight into the
   window, start = first = producer, last = its last use), or a prefetch whose
-  start the interval picker chooses so that the estimated time of the ops it
-  overlaps is at least 0.8 (`late`) or 1.5 (`preferred`) copy times, as XLA's
-  min/preferred overlap, or as early as the data is valid (`earliest`). The
-  action of (level l, kind j) is `1 + l * len(KINDS) + j`, the same index on
-  every instance with the same number of levels.
-- A move is *legal* when its window exists for that buffer (a prefetch needs an
-  op between the moment the home holds the data and the first use it serves),
-  is not a duplicate of a lower action of the same level, fits the level's
-  capacity at every step it occupies beside the homes and the windows already
-  chosen, and on an addressed level gets an offset by best fit (the smallest
-  free gap that holds it, over its occupancy). Illegal moves raise
-  `IllegalMove`; `action_mask()` marks the legal ones.
+  start `msa`'s interval picker (`interval_picker.IntervalPicker`, XLA's
+  cost-analysis picker with min/preferred/max overlaps 0.8/1.5/10 copy times)
+  proposes for the first use it serves: its `late`st start (at least the min
+  overlap), its `preferred` one, or its `earliest` (at most the max overlap).
+  The action of (level l, kind j) is `1 + l * len(KINDS) + j`, the same index on
+  every instance.
+- A move is *legal* when its window exists for that buffer (a prefetch needs a
+  start the picker accepts between the moment the home holds the data and the
+  first use it serves), is not a duplicate of a lower action of the same level,
+  fits the level's capacity at every step it occupies beside the homes and the
+  windows already chosen, and on an addressed level gets an offset by best fit
+  (the smallest free gap that holds it over its occupancy, as `msa` places its
+  chunks). Illegal moves raise `IllegalMove`; `action_mask()` marks the legal ones.
 
 Every prefix of a game is itself a valid solution (each window is legal given
 the earlier ones, and the rest stay home), so `latency()` is defined at every
 step; the Gymnasium environment `memplace/Residency-v0` shapes its reward with it.
 
-The estimates (op times of the homes alone, no channel contention) only pick
-candidate starts; what a game is worth is always the simulated latency.
-Evictions are not offered: a window covers every use it serves, so no access
-ever has to return to the home.
+The estimates (`msa.op_elapsed`: op times of the homes alone, no channel
+contention) only order buffers and pick candidate starts; what a game is worth
+is always the simulated latency. Where the game is simpler than `msa`: one
+window per buffer (msa may give each use segment its own), so evictions are
+never needed (no access returns to the home), and defining windows are not
+bounded by the picker's no-copy limit (the capacity check alone decides).
 """
 from __future__ import annotations
 
@@ -51,11 +54,11 @@ import numpy as np
 from memplace.model.core.errors import MemplaceError
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
+from memplace.solvers.residency.interval_picker import IntervalPicker
+from memplace.solvers.residency.msa import op_elapsed
 
 STAY = 0
 KINDS = ("defining", "late", "preferred", "earliest")
-# XLA's prefetch interval picker: overlap between min and preferred copy times.
-MIN_OVERLAP, PREFERRED_OVERLAP = 0.8, 1.5
 
 
 class IllegalMove(MemplaceError):
@@ -72,45 +75,26 @@ def n_actions(n_levels: int) -> int:
     return 1 + (n_levels - 1) * len(KINDS)
 
 
-def op_time_estimate(instance: Instance, placement: np.ndarray) -> np.ndarray:
-    """Seconds of each op with every tensor in its home (section 4's roofline)."""
+def saving(instance: Instance, elapsed: np.ndarray, placement: np.ndarray) -> np.ndarray:
+    """Seconds each access would save if its tensor were served by level 0, every other
+    access of its op staying home (XLA's cost analysis, as `msa` computes it)."""
     i = instance
-    times = i.access_time[np.arange(i.op_tensor.size), placement[i.op_tensor]]
-    memory = np.bincount(i.access_op, weights=times, minlength=i.n_ops)
-    return np.maximum(i.compute, memory)
+    home = placement[i.op_tensor]
+    memory = np.bincount(i.access_op, weights=i.op_bytes / i.bandwidth[home], minlength=i.n_ops)
+    faster = memory[i.access_op] - i.op_bytes / i.bandwidth[home] + i.op_bytes / i.bandwidth[0]
+    return elapsed[i.access_op] - np.maximum(i.compute[i.access_op], faster)
 
 
 def buffer_order(instance: Instance, placement: np.ndarray) -> np.ndarray:
-    """Tensors not homed in level 0, most memory-bound first (spec section 12).
-
-    A tensor's score is the latency a level-0 window would save per use, each
-    access saving `bytes * (1/bw[home] - 1/bw[0])` but at most what its op is
-    memory-bound by (`memory - compute`), over the square root of its size.
-    """
+    """Tensors not homed in level 0 that would save time there, by decreasing memory
+    boundedness (saved seconds over the square root of the size), ties to the smaller
+    index: `msa`'s order (spec section 12)."""
     i = instance
-    est_memory = np.bincount(i.access_op, weights=i.access_time[np.arange(i.op_tensor.size),
-                                                                 placement[i.op_tensor]],
-                             minlength=i.n_ops)
-    slack = np.maximum(0.0, est_memory - i.compute)
-    home = placement[i.op_tensor]
-    saved = i.op_bytes * (1.0 / i.bandwidth[home] - 1.0 / i.bandwidth[0])
-    saved = np.minimum(saved, slack[i.access_op])
-    per_tensor = np.bincount(i.op_tensor, weights=saved, minlength=i.n_tensors)
-    uses = np.diff(i.tensor_ptr)
-    score = per_tensor / np.maximum(uses, 1) / np.sqrt(i.size)
-    tensors = np.flatnonzero(placement > 0)
-    return tensors[np.lexsort((tensors, -score[tensors]))].astype(np.int64)
-
-
-def prefetch_start(est: np.ndarray, low: int, first: int, overlap: float) -> int:
-    """The latest start in `low .. first-1` whose ops up to `first` take at least
-    `overlap` seconds (estimated); -1 when even `low` does not reach it."""
-    total = 0.0
-    for s in range(first - 1, low - 1, -1):
-        total += est[s]
-        if total >= overlap:
-            return s
-    return -1
+    saved = np.bincount(i.op_tensor, weights=saving(i, op_elapsed(i, placement), placement),
+                        minlength=i.n_tensors)
+    tensors = np.flatnonzero((placement > 0) & (saved > 0))
+    score = saved[tensors] / np.sqrt(i.size[tensors])
+    return tensors[np.lexsort((tensors, -score))].astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -169,7 +153,11 @@ class ResidencyGame:
             raise ValueError(f"n_levels {self.n_levels} is below the instance's {instance.n_levels}")
         self.n_actions = n_actions(self.n_levels)
         self.order = buffer_order(instance, self.homes)
-        self.est = op_time_estimate(instance, self.homes)
+        self.elapsed = op_elapsed(instance, self.homes)  # seconds per op, homes alone
+        self.memory = np.bincount(instance.access_op, minlength=instance.n_ops,
+                                  weights=instance.op_bytes / instance.bandwidth[
+                                      self.homes[instance.op_tensor]])
+        self.picker = IntervalPicker(self.elapsed)
         self._base_load = load_with_windows(instance, self.homes, ())
         self._home_blocks = {
             l: [Block(int(self.home_offsets[t]), int(instance.size[t]), int(instance.start[t]),
@@ -218,24 +206,40 @@ class ResidencyGame:
         else:  # the earliest access (the write, or a graph input's first read) stays home
             uses = accesses[accesses > accesses.min()]
             low = int(i.start[t]) if producer is None else int(producer) + 1
-        copy_time = i.size[t] / i.copy_bandwidth[home]
-        starts = {}
-        if uses.size:
-            first = int(uses.min())
-            for kind, factor in (("late", MIN_OVERLAP), ("preferred", PREFERRED_OVERLAP)):
-                starts[kind] = prefetch_start(self.est, low, first, factor * copy_time)
-            starts["earliest"] = low if low < first else -1
+        copy_s = float(i.size[t] / i.copy_bandwidth[home])
+        first = int(uses.min()) if uses.size else -1
         for level in range(home):
-            seen: set[int] = set()
             if producer is not None and not i.is_weight[t]:
                 windows[action_of(level, "defining")] = Window(t, level, int(producer),
                                                                int(producer), last)
-            for kind in ("late", "preferred", "earliest"):
-                s = starts.get(kind, -1)
-                if s >= 0 and s not in seen:
+            seen: set[int] = set()
+            for kind, s in zip(("late", "preferred", "earliest"),
+                               self._starts(t, level, copy_s, low, first)):
+                if s not in seen:
                     seen.add(s)
                     windows[action_of(level, kind)] = Window(t, level, s, first, last)
         return windows
+
+    def _starts(self, t: int, level: int, copy_s: float, low: int, first: int) -> list[int]:
+        """The picker's latest, preferred and earliest prefetch starts for a window in
+        `level` serving `first` on ([] when no start in `low .. first-1` satisfies its
+        min and max overlaps). The use's own saving counts toward the min, as in msa."""
+        i, picker = self.instance, self.picker
+        if first <= low:
+            return []
+        accesses = i.tensor_access[i.tensor_ptr[t]:i.tensor_ptr[t + 1]]
+        b = float(i.op_bytes[accesses[i.access_op[accesses] == first][0]])
+        home = self.homes[t]
+        fast = self.memory[first] - b / i.bandwidth[home] + b / i.bandwidth[level]
+        reduction = float(self.elapsed[first] - max(i.compute[first], fast))
+        latest = picker.latest_start(copy_s, low, first, reduction)
+        if latest < low:
+            return []
+        max_elapsed = picker.max_elapsed(float(i.capacity[level]), float(i.copy_bandwidth[home]))
+        earliest = picker.earliest_start(low, latest, first, max_elapsed)
+        if picker.overlap(earliest, first) > max_elapsed:
+            return []
+        return [latest, picker.preferred_start(copy_s, earliest, latest, first), earliest]
 
     def legal(self) -> dict[int, Window]:
         """The legal windows of the current buffer by action (offsets filled in)."""
