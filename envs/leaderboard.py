@@ -194,8 +194,8 @@ def to_markdown(rows: Sequence[Episode]) -> str:
         agents = list(dict.fromkeys(r.agent for r in mine))
         names = list(dict.fromkeys(r.instance for r in mine))
         base = ", ".join(sorted({r.baseline for r in mine}))
-        parts.append(f"## {env}\n\nEpisode return = speedup over `{base}` (higher is better); "
-                     "latency in microseconds.\n")
+        parts.append(f"## {env}\n\nEpisode return = speedup over `{base}` (higher is better; "
+                     f"`{base}` itself scores 1.0); latency in microseconds.\n")
         parts.append("| agent | geomean return | instances |\n|---|---:|---:|")
         for agent in sorted(agents, key=lambda a: -_geomean([r.episode_return for r in mine
                                                              if r.agent == a])):

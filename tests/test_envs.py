@@ -181,3 +181,15 @@ def test_baselines_command_names_an_unknown_instance_in_one_line():
                                        "nosuch@nnpi"])
     assert result.exit_code == 2
     assert "nosuch@nnpi" in result.output and "Traceback" not in result.output
+
+
+def test_async_vector_env_runs_the_residency_game():
+    envs = gym.vector.AsyncVectorEnv([lambda: gym.make(RESIDENCY_ID, instances=SMALL)] * 2)
+    try:
+        obs, _ = envs.reset(seed=[1, 2])
+        actions = np.array([int(np.flatnonzero(m)[-1]) for m in obs["action_mask"]])
+        obs, rewards, *_ = envs.step(actions)
+        assert obs["action_mask"].shape == (2, envs.single_action_space.n)
+        assert np.isfinite(rewards).all()
+    finally:
+        envs.close()

@@ -44,7 +44,15 @@ def baselines_command(envs: tuple[str, ...], instances: str | None, seed: int, t
     if out_dir:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "leaderboard.md").write_text(markdown, encoding="utf-8")
+        command = " ".join(["memplace envs baselines"]
+                           + [f"--env {e}" for e in envs]
+                           + ([f"--instances {instances}"] if instances else [])
+                           + [f"--seed {seed}", f"--time-limit {time_limit:g}", f"--out {out_dir}"])
+        header = (f"# Leaderboard of the Gymnasium environments\n\nWritten by `{command}`: one "
+                  "episode per agent and instance, solutions replayed through the environment as "
+                  f"actions; milp runs {time_limit:g} s per instance, so its figures may vary "
+                  "slightly with the machine.\n\n")
+        (out / "leaderboard.md").write_text(header + markdown, encoding="utf-8")
         (out / "leaderboard.csv").write_text(to_csv(rows), encoding="utf-8")
         click.echo(f"wrote {out / 'leaderboard.md'} and {out / 'leaderboard.csv'}")
 
