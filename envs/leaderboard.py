@@ -23,8 +23,9 @@ import gymnasium as gym
 import numpy as np
 
 from memplace.envs.instance_set import load_instance
-from memplace.envs.placement import action_of
+from memplace.envs.placement import padded_action
 from memplace.envs.residency import game_of
+from memplace.solvers import solve
 from memplace.solvers.residency.game import STAY, greedy_lookahead
 
 PLACEMENT_ID = "memplace/Placement-v0"
@@ -103,13 +104,10 @@ class SolverPlacement:
         self.latencies: dict[str, float] = {}
 
     def __call__(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
-        from memplace.envs.instance_set import Limits
-        from memplace.solvers import solve
         name = info["instance"]
         if name not in self.actions:
             result = solve(load_instance(name), self.solver, time_limit=self.time_limit, seed=self.seed)
-            tensors = obs["tensor_mask"].shape[0]
-            self.actions[name] = action_of(result.placement, Limits(0, tensors, 0, 0, 0))
+            self.actions[name] = padded_action(result.placement, obs["tensor_mask"].shape[0])
             self.latencies[name] = result.latency
         return self.actions[name]
 
@@ -138,11 +136,9 @@ class PlannerMoves:
         self.latencies: dict[str, float] = {}
 
     def __call__(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> int:
-        from memplace.envs.instance_set import Limits
         name = info["instance"]
         if name not in self.moves:
-            levels = obs["level_mask"].shape[0]
-            game = game_of(load_instance(name), Limits(0, 0, 0, 0, levels), self.homes).copy()
+            game = game_of(load_instance(name), obs["level_mask"].shape[0], self.homes).copy()
             self.moves[name] = self.planner(game)
             self.latencies[name] = game.latency()
         moves = self.moves[name]

@@ -31,6 +31,7 @@ from memplace.envs.instance_set import InstanceSet, Limits
 from memplace.envs.observation import graph_observation, graph_space
 from memplace.model import Instance, Placed, latency, rectify
 from memplace.model.static.offsets import placement_packer
+from memplace.solvers import solve
 
 # Deterministic offsets: the compiler heuristics, then first-fit (no exact search).
 PACKER = placement_packer(exact_budget_s=0.0)
@@ -39,7 +40,6 @@ PACKER = placement_packer(exact_budget_s=0.0)
 def compiler_latency(instance: Instance) -> float:
     """Latency of the static `compiler` solution (computed once per instance)."""
     def build(inst: Instance) -> float:
-        from memplace.solvers import solve
         return solve(inst, "compiler", time_limit=None).latency
     return instance.derived("compiler_latency", build)
 
@@ -50,9 +50,10 @@ def placement_of(instance: Instance, action: np.ndarray) -> np.ndarray:
     return np.minimum(action[:instance.n_tensors], instance.n_levels - 1)
 
 
-def action_of(placement: np.ndarray, limits: Limits) -> np.ndarray:
-    """The padded action that asks for `placement` (padded entries are 0, and ignored)."""
-    action = np.zeros(limits.tensors, np.int64)
+def padded_action(placement: np.ndarray, tensors: int) -> np.ndarray:
+    """The action of an environment padded to `tensors` that asks for `placement`
+    (padded entries are 0, and ignored)."""
+    action = np.zeros(tensors, np.int64)
     action[:len(placement)] = placement
     return action
 

@@ -63,17 +63,18 @@ def residency_baseline(instance: Instance) -> tuple[str, float]:
     return instance.derived("residency_baseline", build)
 
 
-def game_of(instance: Instance, limits: Limits, homes: str = "compiler") -> ResidencyGame:
-    """The game an environment plays on `instance` (kept with the instance)."""
+def game_of(instance: Instance, n_levels: int, homes: str = "compiler") -> ResidencyGame:
+    """The game an environment with actions for `n_levels` levels plays on `instance`
+    (built once and kept with the instance; play a `.copy()`)."""
     def build(inst: Instance) -> ResidencyGame:
         if homes == "slowest":
             offsets = None
             if inst.has_addressed_levels:
                 from memplace.model import rectify
                 offsets = rectify(inst, inst.slowest_placement()).offsets
-            return ResidencyGame(inst, inst.slowest_placement(), offsets, n_levels=limits.levels)
-        return ResidencyGame(inst, n_levels=limits.levels)
-    return instance.derived(f"gym-game-{homes}-{limits.levels}", build)
+            return ResidencyGame(inst, inst.slowest_placement(), offsets, n_levels=n_levels)
+        return ResidencyGame(inst, n_levels=n_levels)
+    return instance.derived(f"gym-game-{homes}-{n_levels}", build)
 
 
 class ResidencyEnv(gym.Env):
@@ -130,7 +131,7 @@ class ResidencyEnv(gym.Env):
         super().reset(seed=seed)
         inst = self.instance_set.pick(self.np_random, (options or {}).get("instance"))
         self.instance = inst
-        self.game = game_of(inst, self.limits, self.homes).copy()
+        self.game = game_of(inst, self.limits.levels, self.homes).copy()
         self.game.reset()
         self.baseline, self.baseline_latency = residency_baseline(inst)
         self.phi = self.baseline_latency / self._latency() if self.reward_mode == "dense" else 0.0

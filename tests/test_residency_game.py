@@ -73,6 +73,7 @@ def test_buffers_come_in_msas_order(name):
     game = ResidencyGame(inst)
     expected = boundedness_order(inst, _Costs(inst, game.homes))
     assert len(expected) > 10 and game.order.tolist() == expected
+    assert buffer_order(inst, game.homes).tolist() == expected
 
 
 @pytest.mark.parametrize("name", ["resnet101@nnpi", "efficientnet-b0@edge-npu"])

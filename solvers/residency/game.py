@@ -54,6 +54,7 @@ import numpy as np
 from memplace.model.core.errors import MemplaceError
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
+from memplace.solvers import solve
 from memplace.solvers.residency.interval_picker import IntervalPicker
 from memplace.solvers.residency.msa import op_elapsed
 
@@ -310,8 +311,6 @@ class ResidencyGame:
 
 def compiler_homes(instance: Instance) -> tuple[np.ndarray, np.ndarray | None]:
     """The static `compiler` solution's placement and offsets: the default homes."""
-    from memplace.solvers import solve
-
     result = solve(instance, "compiler", time_limit=None)
     offsets = result.offsets if instance.has_addressed_levels else None
     return np.array(result.placement, np.int64), offsets
