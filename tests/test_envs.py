@@ -193,3 +193,12 @@ def test_async_vector_env_runs_the_residency_game():
         assert np.isfinite(rewards).all()
     finally:
         envs.close()
+
+
+def test_a_game_with_no_buffer_to_decide_is_one_stay_home_step():
+    env = gym.make(RESIDENCY_ID, instances=["resnet50@tpu"])
+    _, info = env.reset(seed=0)
+    assert info["tensor"] == -1 and info["action_mask"].tolist() == [1] + [0] * (len(info["action_mask"]) - 1)
+    _, reward, terminated, _, info = env.step(0)
+    assert terminated and info["solution"].windows == ()
+    assert reward == info["baseline_latency"] / info["latency"]
