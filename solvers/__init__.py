@@ -14,6 +14,7 @@ from memplace.model.core.errors import ParameterError
 from memplace.model.core.params import Param
 from memplace.model.core.search import (Result, SearchContext, SolverInfo, add_solver_loader,
                                         register, registry, solve, solver_info, solvers_of)
+from memplace.solvers.warm import warm_solvers
 
 __all__ = ["Param", "ParameterError", "Result", "SearchContext", "SolverInfo", "register",
            "registry", "solve", "solver_info", "solvers_of", "load_solver_modules", "warm_solvers"]
@@ -30,12 +31,6 @@ def load_solver_modules() -> None:
     for module in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
         if not module.name.rsplit(".", 1)[-1].startswith("_"):
             importlib.import_module(module.name)
-
-
-def warm_solvers(names: list[str] | None = None) -> list[str]:
-    """Compile every (or the named) static solver's Numba code once; see `static/warm.py`."""
-    from memplace.solvers.static.warm import warm_solvers as warm
-    return warm(names)
 
 
 add_solver_loader(load_solver_modules)

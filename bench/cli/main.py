@@ -8,11 +8,11 @@ import sys
 
 import click
 
-from memplace.bench.cli import bench, instances, model, pack, solve
+from memplace.bench.cli import bench, envs, instances, model, pack, solve
 from memplace.model.core.errors import MemplaceError
 
 # Modules that define click commands in a list named COMMANDS.
-COMMAND_MODULES = (instances, model, pack, solve, bench)
+COMMAND_MODULES = (instances, model, pack, solve, bench, envs)
 
 
 class _Group(click.Group):
