@@ -6,11 +6,12 @@ Every rule of the spec is checked when an instance is built; a broken file raise
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import networkx as nx
 import numpy as np
@@ -71,6 +72,7 @@ class Instance:
     def __init__(self, data: dict[str, Any]):
         self.data = data
         self._peak: int | None = None
+        self._derived: dict[str, Any] = {}
         _check_top(data)
         workload, hardware = data["workload"], data["hardware"]
         self.name: str = data["name"]
@@ -107,6 +109,19 @@ class Instance:
 
     def to_dict(self) -> dict[str, Any]:
         return self.data
+
+    def derived(self, key: str, build: Callable[["Instance"], Any]) -> Any:
+        """`build(self)`, computed once and kept with the instance under `key`: tables and
+        relaxations other modules derive from an instance live here, not as attributes
+        attached from outside."""
+        if key not in self._derived:
+            self._derived[key] = build(self)
+        return self._derived[key]
+
+    def fingerprint(self) -> str:
+        """sha256 of the canonical instance file (`dumps`, UTF-8): the bytes of the
+        committed file for a built-in instance, whatever the file's layout for others."""
+        return hashlib.sha256(dumps(self.data).encode("utf-8")).hexdigest()
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -250,6 +265,28 @@ class Instance:
     def __repr__(self) -> str:
         return (f"Instance({self.name!r}, ops={self.n_ops}, tensors={self.n_tensors}, "
                 f"levels={self.level_names})")
+
+
+# ---------------------------------------------------------------------- the file
+def dumps(instance: dict[str, Any]) -> str:
+    """Compact, diff-friendly JSON: one line per op and per tensor, keys in the dict's
+    order, floats written by repr (they round-trip)."""
+    def compact(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    def obj(d: dict[str, Any], listed: tuple[str, ...]) -> str:
+        parts = []
+        for key, value in d.items():
+            if key in listed:
+                items = ",\n".join(compact(item) for item in value)
+                parts.append(f"{compact(key)}:[\n{items}\n]")
+            elif key == "workload":
+                parts.append(f"{compact(key)}:{obj(value, ('ops', 'tensors'))}")
+            else:
+                parts.append(f"{compact(key)}:{compact(value)}")
+        return "{" + ",\n".join(parts) + "}"
+
+    return obj(instance, ()) + "\n"
 
 
 # ---------------------------------------------------------------------- checks
