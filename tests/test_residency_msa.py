@@ -42,7 +42,8 @@ def picker_cases(draw):
 @given(picker_cases())
 def test_picker_starts_respect_min_and_max_and_begin_at_the_preferred_one(case):
     picker, lo, first, copy_s, max_el, reduction = case
-    starts = list(picker.starts(copy_s, lo, first, max_el, reduction))
+    starts = picker.starts(copy_s, lo, first, max_el, reduction)
+    assert list(picker.iter_starts(copy_s, lo, first, max_el, reduction)) == starts
     allowed = [s for s in range(lo, first)
                if picker.overlap(s, first) + reduction >= picker.min_ratio * copy_s
                and picker.overlap(s, first) <= max_el]
@@ -63,7 +64,7 @@ def test_picker_hand_values():
     # copy of 2 s for a use at op 5: min 1.6 s -> latest start 3 (2 s); preferred 3 s -> 2
     assert picker.latest_start(2.0, 0, 5) == 3
     assert picker.preferred_start(2.0, 0, 3, 5) == 2
-    assert list(picker.starts(2.0, 0, 5, max_elapsed=100.0))[:3] == [2, 3, 1]
+    assert picker.starts(2.0, 0, 5, max_elapsed=100.0)[:3] == [2, 3, 1]
     # max 4 s of overlap: starts below 1 are out
     assert min(picker.starts(2.0, 0, 5, max_elapsed=4.0)) == 1
     # eviction issued before op 1 of a 2 s copy is due once 3 s have passed
@@ -127,7 +128,7 @@ def test_a_needed_prefetch_starts_where_the_picker_prefers():
     # overlap wanted: 1.5 x 2 us = 3 us -> ops 2, 3, 4 -> start 2; the use is op 5
     assert (win.level, win.start, win.first, win.last) == (0, 2, 5, 5)
     picker = IntervalPicker(np.array([1e-6] * 5 + [2e-6]))
-    assert win.start == next(picker.starts(2e-6, 0, 5, picker.max_elapsed(4000, 1e9), 1e-6))
+    assert win.start == picker.starts(2e-6, 0, 5, picker.max_elapsed(4000, 1e9), 1e-6)[0]
     # the copy is complete by op 5: 5 us of compute then 1 us for op 5, no wait
     assert math.isclose(simulate(inst, sol), 6e-6, rel_tol=1e-12)
     assert validate(inst, sol).valid

@@ -93,10 +93,16 @@ class IntervalPicker:
         return earliest + int(np.argmin(gaps))
 
     def starts(self, copy_s: float, lo: int, first: int, max_elapsed: float,
-               reduction: float = 0.0) -> Iterator[int]:
+               reduction: float = 0.0) -> list[int]:
         """Prefetch starts to try for a use at op `first`, in XLA's order: the preferred
-        one, then alternately later and earlier ones; none when no start in `lo ..
-        first-1` satisfies `min` and `max`. Lazy: the caller stops at the first that fits."""
+        one, then alternately later and earlier ones; [] when no start in `lo ..
+        first-1` satisfies `min` and `max`."""
+        return list(self.iter_starts(copy_s, lo, first, max_elapsed, reduction))
+
+    def iter_starts(self, copy_s: float, lo: int, first: int, max_elapsed: float,
+                    reduction: float = 0.0) -> Iterator[int]:
+        """`starts` lazily: a caller that stops at the first start that fits never pays
+        for the rest."""
         latest = self.latest_start(copy_s, lo, first, reduction)
         if latest < lo:
             return

@@ -202,7 +202,7 @@ class _Assignment:
             for l in range(h):
                 if saving[l] <= 0:
                     continue
-                for s in picker.starts(copy_s, lo, k, max_el[l], saving[l]):
+                for s in picker.iter_starts(copy_s, lo, k, max_el[l], saving[l]):
                     if fast.allocate((t, s), l, s, k, size):
                         cur = _Open((t, s), l, s, k, k, False)
                         break
