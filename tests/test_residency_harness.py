@@ -105,4 +105,4 @@ def test_residency_table_checks_msa_and_writes_the_table(runner, tmp_path):
     assert result.exit_code == 0, result.output
     assert "0 problems" in result.output
     rows = (tmp_path / "table_residency_msa.csv").read_text().splitlines()
-    assert rows[0].startswith("instance,fastest_level_bound_s") and rows[1].startswith("unet@nnpi,")
+    assert rows[0].startswith("instance,lower_bound_s") and rows[1].startswith("unet@nnpi,")
