@@ -6,6 +6,7 @@ weights), resolves its shapes, fuses its nodes into a compiler's ops and returns
 an instance dict; `to_onnx(workload)` writes a built-in workload as an ONNX graph.
 """
 from memplace.instances.onnx.errors import OnnxImportError
+from memplace.instances.onnx.export import save_onnx, to_onnx
 from memplace.instances.onnx.importer import OnnxImportWarning, from_onnx
 
-__all__ = ["OnnxImportError", "OnnxImportWarning", "from_onnx"]
+__all__ = ["OnnxImportError", "OnnxImportWarning", "from_onnx", "save_onnx", "to_onnx"]
