@@ -139,9 +139,12 @@ class _Emitter:
         if value in lowered.weights:
             kind = "weight"
         elif value in lowered.compile_time:
-            if INDEX_INPUTS.get(node.op_type) == position or self._elements(value) <= 1:
-                return  # static indices, scalars: immediates of the program
-            kind = "weight"  # a folded constant the op reads (e.g. an attention mask)
+            if INDEX_INPUTS.get(node.op_type) == position:
+                return  # static indices: the gather is a static slice
+            stored = self.shaped.initializers.get(value)
+            if self._elements(value) <= 1 and (stored is None or stored.elem_type not in FLOATING):
+                return  # a scalar from a Constant node or folding: an immediate of the program
+            kind = "weight"  # a float initializer, or a folded constant (e.g. an attention mask)
         elif value in produced or value in lowered.graph_inputs:
             kind = "activation"
         else:
