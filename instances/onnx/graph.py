@@ -232,6 +232,8 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
                     uses.append(i)
     absorbed = [False] * len(roles)
     groups: list[Group] = []
+    producer = {v: i for i, role in enumerate(roles) if role == "op" for v in outputs[i]}
+    current_members: set[int] = set()
 
     def exposed(members: list[int], member_set: set[int]) -> list[str]:
         return [v for m in members for v in outputs[m]
@@ -246,9 +248,35 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
             return "tail"
         if (len(outside) == 1 and op_types[c] == "Add" and not group.residual
                 and op_types[group.anchor] in RESIDUAL_ANCHORS
-                and lowered.elements(outside[0]) == lowered.elements(outputs[c][0])):
+                and lowered.elements(outside[0]) == lowered.elements(outputs[c][0])
+                and main_path(group.anchor, outside[0])):
             return "residual"
         return None
+
+    def conv_of(value: str, depth: int = 4) -> int | None:
+        """The Conv node whose output reaches `value` through tail ops only, if any."""
+        node = producer.get(value)
+        while node is not None and depth > 0:
+            if op_types[node] in RESIDUAL_ANCHORS:
+                return node
+            if op_types[node] not in TAIL or not lowered.data_inputs(node):
+                return None
+            node, depth = producer.get(lowered.data_inputs(node)[0][1]), depth - 1
+        return None
+
+    def main_path(anchor: int, other_value: str) -> bool:
+        """Whether a residual add of `other_value` belongs to this convolution rather than to
+        the convolution producing `other_value` (a projection shortcut): the main path's conv
+        has an input of its own, the projection shares the block's input; on a tie, the conv
+        stored later takes it."""
+        other = conv_of(other_value)
+        if other is None or absorbed[other] and other not in current_members:
+            return True
+
+        def private(conv: int) -> bool:
+            return len(consumers.get(lowered.data_inputs(conv)[0][1], ())) == 1
+        mine, theirs = private(anchor), private(other)
+        return mine if mine != theirs else anchor > other
 
     def extend(group: Group, members: list[int], member_set: set[int]) -> tuple[list[int], bool]:
         """The smallest set of tail nodes after the group's output that closes on one exposed
@@ -293,6 +321,7 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
             continue
         absorbed[i] = True
         members, member_set = [i], {i}
+        current_members = member_set
         group = Group(members, exposed(members, member_set))
         while len(group.outputs) == 1:
             tail, residual = extend(group, members, member_set)

@@ -127,8 +127,12 @@ class _Emitter:
                 suffix += 1
                 unique = f"{name}#{suffix}"
             names.add(unique)
-            anchor_ins = [self.shape(v) if v else () for v in lowered.inputs[group.anchor]]
-            self.ops.append({"name": unique, "type": _op_type(anchor, anchor_ins), "flops": flops})
+            # the op's kind is its first node's, past a leading type conversion
+            typed = next((m for m in group.nodes if lowered.op_types[m] not in ("Cast", "CastLike")),
+                         group.anchor)
+            typed_ins = [self.shape(v) if v else () for v in lowered.inputs[typed]]
+            self.ops.append({"name": unique, "type": _op_type(lowered.nodes[typed], typed_ins),
+                             "flops": flops})
             for value in group.outputs:
                 self._access(value, "activation", k, k, self.size(value))
                 produced.add(value)
