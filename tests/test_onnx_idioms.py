@@ -378,3 +378,21 @@ def test_import_perf_prints_its_time():
     assert result.exit_code == 0, result.output
     assert "import of 400 nodes:" in result.output and "s wall" in result.output
     assert "400 nodes -> 300 ops" in result.output  # each block: MatMul + (Add, ReLU) fused, Transpose
+
+
+def test_quantized_weights_are_read_as_stored_and_qdq_pairs_fuse(tmp_path):
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["xq"], name="quant"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "zp"], ["xd"], name="dequant"),
+             helper.make_node("DequantizeLinear", ["Wq", "sw", "zp"], ["W"], name="dequant_w"),
+             helper.make_node("MatMul", ["xd", "W"], ["y"], name="fc")]
+    inits = [numpy_helper.from_array(np.zeros((8, 4), np.int8), "Wq"),
+             numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+             numpy_helper.from_array(np.array(0.1, np.float32), "sw"),
+             numpy_helper.from_array(np.array(0, np.int8), "zp")]
+    model = _model(nodes, [_vi("x", F, [1, 8])], [_vi("y", F, None)], inits)
+    inst = from_onnx(_save(model, tmp_path), "nnpi")
+    assert _ops(inst) == [("quant", "quantizelinear", 8.0 + 8.0), ("fc", "matmul", 2.0 * 4 * 8)]
+    assert _tensors(inst) == {"x": ("activation", 32, [(0, 32)]),
+                              "xd": ("activation", 32, [(0, 32), (1, 32)]),
+                              "Wq": ("weight", 32, [(1, 32)]),   # int8: one byte per element
+                              "y": ("activation", 16, [(1, 16)])}

@@ -30,6 +30,8 @@ ELEMENTWISE: dict[str, float] = {
                      "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Elu", "Selu",
                      "Celu"), 4.0),
     "HardSigmoid": 2.0, "Softsign": 2.0, "HardSwish": 3.0, "Swish": 5.0, "Mish": 6.0, "Gelu": 8.0,
+    "FastGelu": 8.0, "BiasGelu": 9.0, "QuickGelu": 5.0,  # onnxruntime contrib ops
+    "QuantizeLinear": 1.0, "DequantizeLinear": 1.0,
     "BatchNormalization": 2.0,  # scale and shift per element (not folded: the file keeps it)
     **dict.fromkeys(("Cast", "CastLike"), 0.0),
 }

@@ -7,7 +7,9 @@ Every live node (one whose outputs reach a graph output) gets one role:
   and none a weight: the `Gather`/`Concat`/`Unsqueeze`/`Slice`/`Cast`/`Where`
   chains on shape vectors and masks). No op; its value is a constant of the program.
 * alias: `Reshape`, `Squeeze`, `Unsqueeze`, `Flatten`, `Identity`, `Dropout`
-  (inference): no data moves, so the output *is* the input (a compiler emits no
+  (inference), and `Transpose`/`DequantizeLinear` of a weight (its layout is a
+  compile-time choice; an int8 weight is read as int8): no data moves, so the
+  output *is* the input (a compiler emits no
   kernel for them; the built-in BERT keeps reshapes as copies to match EGRL's node
   count, which is a documented difference of the round trip).
 * op: everything else. Ops are grouped at a compiler's granularity: an op absorbs
@@ -44,6 +46,7 @@ PARAMETER_INPUTS: dict[str, set[int]] = {
     "Resize": {1, 2, 3}, "Upsample": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "TopK": {1},
     "Split": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2}, "OneHot": {1, 2}, "Clip": {1, 2},
     "CumSum": {1}, "Trilu": {1}, "Dropout": {1, 2}, "CenterCropPad": {1},
+    "QuantizeLinear": {1, 2}, "DequantizeLinear": {1, 2},
     **dict.fromkeys(("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                      "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"), {1}),
 }
@@ -202,8 +205,9 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         elif op in ALIASES and data and (op != "Dropout" or len(outs) < 2 or not outs[1]):
             base[outs[0]] = data[0]
             roles.append("alias")
-        elif op == "Transpose" and data and data[0] in weights:
-            base[outs[0]] = data[0]  # a weight's layout is chosen at compile time
+        elif op in ("Transpose", "DequantizeLinear") and data and data[0] in weights:
+            # a weight's layout is chosen at compile time; a quantized weight is read as stored
+            base[outs[0]] = data[0]
             roles.append("alias")
         elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):
             compile_time.update(o for o in outs if o)
