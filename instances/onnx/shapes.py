@@ -21,6 +21,8 @@ and inference runs on a *slim* copy whose large initializers are graph inputs
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,17 +197,37 @@ def _onnx_inference(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def _symbolic_inference(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnxruntime's symbolic inference, keeping what it found when it stops incomplete.
+
+    Its public `infer_shapes` raises on an incomplete result and then writes
+    `sym_shape_infer_temp.onnx` into the working directory; the same steps are run
+    here without that, and with the public call (in a scratch directory) as the
+    fallback should the steps change in a later onnxruntime."""
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
     log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
     level = log.level
     log.setLevel(logging.CRITICAL)
     try:
-        result = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+        inference = SymbolicShapeInference(2**31 - 1, True, False, 0)
+        steps = ("_preprocess", "_infer_impl", "_update_output_from_vi")
+        if all(hasattr(inference, step) for step in steps):
+            inference._preprocess(model)
+            while inference.run_:
+                inference._infer_impl()
+            inference._update_output_from_vi()
+            return inference.out_mp_
+        cwd = os.getcwd()
+        with tempfile.TemporaryDirectory() as scratch:
+            os.chdir(scratch)
+            try:
+                result = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+            finally:
+                os.chdir(cwd)
+        if result is None:
+            raise RuntimeError("the model's opset is not supported")
+        return result
     finally:
         log.setLevel(level)
-    if result is None:
-        raise RuntimeError("incomplete inference")
-    return result
 
 
 def _outputs(model: onnx.ModelProto) -> list[str]:
@@ -230,6 +252,9 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
             detail = str(exc).splitlines()[0] if str(exc) else ""
             notes.append(f"{name} failed: {type(exc).__name__} {detail}".strip())
             continue
+        before = len(types)
         for value, found in _static_types(inferred).items():
             types.setdefault(value, found)
+        if types and len(types) > before:
+            notes.append(f"{name} resolved {len(types) - before} shapes")
     return ShapedModel(model, initializers, types, notes)
