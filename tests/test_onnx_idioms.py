@@ -398,3 +398,13 @@ def test_quantized_weights_are_read_as_stored_and_qdq_pairs_fuse(tmp_path):
                               "xd": ("activation", 32, [(0, 32), (1, 32)]),
                               "Wq": ("weight", 32, [(1, 32)]),   # int8: one byte per element
                               "y": ("activation", 16, [(1, 16)])}
+
+
+def test_unwritable_output_exits_2_and_export_refuses_synthetic_workloads(tmp_path):
+    path = _save(_dynamic_batch_model(), tmp_path)
+    result = _run("import", path, "--hardware", "nnpi", "--batch", "1", "-o",
+                  tmp_path / "missing" / "out.json")
+    _assert_refused(result, "cannot write")
+    _assert_refused(_run("instances", "export", "--onnx", tmp_path / "s.onnx", "synth-100"),
+                    "op 'op0' (conv) of 'synth-100'", "synthetic DAGs cannot")
+    _assert_refused(_run("instances", "export", "resnet50"), "exactly one of -o")

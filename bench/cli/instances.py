@@ -123,7 +123,10 @@ def _export_onnx(instance: str, output: str, params: dict) -> None:
     from memplace.instances import workload
     save_onnx = _onnx_module().save_onnx
     workload_name = instance.partition("@")[0]
-    data = save_onnx(workload(workload_name, **params), output)
+    try:
+        data = save_onnx(workload(workload_name, **params), output)
+    except OSError as exc:
+        raise MemplaceError(f"cannot write {output}: {exc.strerror or exc}") from None
     click.echo(f"wrote {output} and {data} ({workload_name}; weights are zeros, stored sparse)")
 
 

@@ -98,7 +98,10 @@ def import_command(model: str, hardware: str, batch: int | None, dim: tuple[str,
     a compiler's ops, FLOPs counted from shapes (see memplace.instances.onnx)."""
     from memplace.instances import dumps
     instance = import_model(model, hardware, batch, dim, dtype_bytes, name)
-    Path(output).write_text(dumps(instance), encoding="utf-8")
+    try:
+        Path(output).write_text(dumps(instance), encoding="utf-8")
+    except OSError as exc:
+        raise MemplaceError(f"cannot write {output}: {exc.strerror}") from None
     click.echo(summary(instance))
     click.echo(f"wrote {output} ({instance['name']})")
 

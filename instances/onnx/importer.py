@@ -26,7 +26,8 @@ from onnx import TensorProto
 
 from memplace.instances.onnx.errors import OnnxImportError
 from memplace.instances.onnx.flops import conservative_flops, node_flops
-from memplace.instances.onnx.graph import INDEX_INPUTS, Lowered, classify, node_label
+from memplace.instances.onnx.graph import (INDEX_INPUTS, PARAMETER_INPUTS, Lowered, classify,
+                                           node_label)
 from memplace.instances.onnx.shapes import (ShapedModel, bind_dimensions, element_bytes,
                                             load_model, resolve_shapes, slim_model)
 
@@ -110,8 +111,7 @@ class _Emitter:
             flops = 0.0
             for m in group.nodes:
                 node = lowered.nodes[m]
-                ins = [self.shape(v) if v else () for v in lowered.inputs[m]]
-                outs = [self.shape(o) for o in lowered.outputs[m]]
+                ins, outs = self._shapes(m)
                 f = node_flops(node, ins, outs)
                 if f is None:
                     self.unknown_ops.setdefault(node.op_type, []).append(node_label(node, m))
@@ -130,12 +130,24 @@ class _Emitter:
             # the op's kind is its first node's, past a leading type conversion
             typed = next((m for m in group.nodes if lowered.op_types[m] not in ("Cast", "CastLike")),
                          group.anchor)
-            typed_ins = [self.shape(v) if v else () for v in lowered.inputs[typed]]
+            typed_ins = self._shapes(typed)[0]
             self.ops.append({"name": unique, "type": _op_type(lowered.nodes[typed], typed_ins),
                              "flops": flops})
             for value in group.outputs:
                 self._access(value, "activation", k, k, self.size(value))
                 produced.add(value)
+
+    def _shapes(self, m: int) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+        """Input and output shapes of node m. Data inputs and the first output must be known;
+        shape/axis parameters and the other outputs (often unused: a MaxPool's indices, a
+        LayerNormalization's mean) may stay unknown, as ()."""
+        lowered, types = self.lowered, self.shaped.types
+        skip = PARAMETER_INPUTS.get(lowered.op_types[m], ())
+        ins = [() if not v or (k in skip and v not in types) else self.shape(v)
+               for k, v in enumerate(lowered.inputs[m])]
+        outs = [self.shape(o) if i == 0 or o in types else ()
+                for i, o in enumerate(lowered.outputs[m])]
+        return ins, outs
 
     def _read(self, k: int, node: onnx.NodeProto, position: int, value: str,
               produced: set[str]) -> None:
