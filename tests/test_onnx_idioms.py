@@ -90,7 +90,8 @@ def test_shape_chain_into_reshape_and_expand_is_compile_time_work(tmp_path):
 
 
 def _dynamic_batch_model():
-    nodes = [helper.make_node("MatMul", ["x", "W"], ["m"], name="fc"),
+    nodes = [helper.make_node("Cast", ["x"], ["xf"], name="same_type", to=F),  # an alias
+             helper.make_node("MatMul", ["xf", "W"], ["m"], name="fc"),
              helper.make_node("Relu", ["m"], ["y"], name="relu")]
     return _model(nodes, [_vi("x", F, ["N", 8])], [_vi("y", F, ["N", 4])], [_zeros("W", 8, 4)])
 
@@ -369,7 +370,7 @@ def test_import_command_writes_an_instance_that_loads(tmp_path):
     result = _run("import", path, "--hardware", hardware, "--batch", "2", "--name", "mlp",
                   "--dtype-bytes", "1", "-o", out)
     assert result.exit_code == 0, result.output
-    assert "mlp@toy: 2 nodes -> 1 ops, 3 tensors" in result.output
+    assert "mlp@toy: 3 nodes -> 1 ops, 3 tensors" in result.output
     inst = Instance.from_file(out)
     assert inst.name == "mlp@toy" and inst.n_ops == 1
     assert sorted(inst.size.tolist()) == [8, 16, 32]

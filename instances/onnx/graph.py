@@ -7,7 +7,7 @@ Every live node (one whose outputs reach a graph output) gets one role:
   and none a weight: the `Gather`/`Concat`/`Unsqueeze`/`Slice`/`Cast`/`Where`
   chains on shape vectors and masks). No op; its value is a constant of the program.
 * alias: `Reshape`, `Squeeze`, `Unsqueeze`, `Flatten`, `Identity`, `Dropout`
-  (inference), and `Transpose`/`DequantizeLinear` of a weight (its layout is a
+  (inference), a `Cast` to the type its input has, and `Transpose`/`DequantizeLinear` of a weight (its layout is a
   compile-time choice; an int8 weight is read as int8): no data moves, so the
   output *is* the input (a compiler emits no
   kernel for them; the built-in BERT keeps reshapes as copies to match EGRL's node
@@ -173,7 +173,8 @@ def _live_nodes(graph: onnx.GraphProto, op_types: list[str], inputs: list[list[s
 
 
 def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
-             elements: Callable[[str], int | None]) -> Lowered:
+             elements: Callable[[str], int | None],
+             elem_type: Callable[[str], int | None] = lambda value: None) -> Lowered:
     """Roles of every live node and value, and the nodes grouped into ops."""
     graph = model.graph
     all_ops = [n.op_type for n in graph.node]
@@ -204,6 +205,10 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
             roles.append("compile")
         elif op in ALIASES and data and (op != "Dropout" or len(outs) < 2 or not outs[1]):
             base[outs[0]] = data[0]
+            roles.append("alias")
+        elif op in ("Cast", "CastLike") and data and elem_type(data[0]) is not None \
+                and elem_type(data[0]) == elem_type(outs[0]):
+            base[outs[0]] = data[0]  # a cast to the type it already has (tf2onnx writes them)
             roles.append("alias")
         elif op in ("Transpose", "DequantizeLinear") and data and data[0] in weights:
             # a weight's layout is chosen at compile time; a quantized weight is read as stored

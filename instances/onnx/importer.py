@@ -238,7 +238,11 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
             n *= d
         return n
 
-    lowered = classify(slim, initializers, elements)
+    def elem_type(value: str) -> int | None:
+        found = shaped.types.get(value)
+        return None if found is None else found[0]
+
+    lowered = classify(slim, initializers, elements, elem_type)
     if not lowered.groups:
         raise OnnxImportError("the model has no op that moves data (every node is shape "
                               "arithmetic or an alias)")
