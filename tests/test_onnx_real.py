@@ -128,9 +128,10 @@ def test_real_bert_base_needs_symbolic_shapes_and_matches_the_analytic_count(rea
 
 
 # --------------------------------------------------------------------------- round trip
-def _export(name, tmp_path):
+def _export(name, tmp_path, **params):
     path = tmp_path / f"{name}.onnx"
-    result = CliRunner().invoke(main, ["instances", "export", "--onnx", str(path), name])
+    options = [f"--{k.replace('_', '-')}={v}" for k, v in params.items()]
+    result = CliRunner().invoke(main, ["instances", "export", "--onnx", str(path), name, *options])
     assert result.exit_code == 0, result.output
     return path
 
@@ -180,10 +181,13 @@ def _compare(gen, imp, tails=(), aliases=()):
         sum(t["size"] for t in gen["tensors"] if t["kind"] == "weight")
 
 
-@pytest.mark.parametrize("name", ["resnet50", "mobilenetv2"])
-def test_cnn_round_trip_gives_the_generator_back(name, tmp_path):
-    gen = workload(name)
-    imp = from_onnx(_export(name, tmp_path), "nnpi", dtype_bytes=1)["workload"]
+@pytest.mark.parametrize("name, params", [("resnet50", {}), ("mobilenetv2", {}),
+                                          ("resnet50", {"batch": 2, "width": 2}),
+                                          ("mobilenetv2", {"batch": 3, "width": 4})])
+def test_cnn_round_trip_gives_the_generator_back(name, params, tmp_path):
+    gen = workload(name, **params)
+    imp = from_onnx(_export(name, tmp_path, **params), "nnpi",
+                    dtype_bytes=params.get("width", 1))["workload"]
     _compare(gen, imp)
     # the one difference: the classifier's weight and bias are two initializers
     assert len(imp["tensors"]) == len(gen["tensors"]) + 1
@@ -191,9 +195,11 @@ def test_cnn_round_trip_gives_the_generator_back(name, tmp_path):
         {f"{gen['ops'][-1]['name']}.bias"}
 
 
-def test_bert_round_trip_differs_only_by_fusion_and_aliasing(tmp_path):
-    gen = workload("bert-base")
-    imp = from_onnx(_export("bert-base", tmp_path), "nnpi", dtype_bytes=1)["workload"]
+@pytest.mark.parametrize("params", [{}, {"batch": 2, "width": 2, "seq_len": 64}])
+def test_bert_round_trip_differs_only_by_fusion_and_aliasing(params, tmp_path):
+    gen = workload("bert-base", **params)
+    imp = from_onnx(_export("bert-base", tmp_path, **params), "nnpi",
+                    dtype_bytes=params.get("width", 1))["workload"]
     # Bias adds, the score scaling, GELU and the pooler's tanh fuse into the product before
     # them; reshapes are aliases. The built-in keeps them as ops (EGRL's node count).
     _compare(gen, imp, tails=(".bias_add", ".scale", ".gelu", "pooler.tanh"), aliases=(".reshape",))

@@ -7,11 +7,11 @@ Every live node (one whose outputs reach a graph output) gets one role:
   and none a weight: the `Gather`/`Concat`/`Unsqueeze`/`Slice`/`Cast`/`Where`
   chains on shape vectors and masks). No op; its value is a constant of the program.
 * alias: `Reshape`, `Squeeze`, `Unsqueeze`, `Flatten`, `Identity`, `Dropout`
-  (inference), a `Cast` to the type its input has, and `Transpose`/`DequantizeLinear` of a weight (its layout is a
-  compile-time choice; an int8 weight is read as int8): no data moves, so the
-  output *is* the input (a compiler emits no
-  kernel for them; the built-in BERT keeps reshapes as copies to match EGRL's node
-  count, which is a documented difference of the round trip).
+  (inference), a `Cast` to the type its input has, and `Transpose` or
+  `DequantizeLinear` of a weight (its layout is a compile-time choice; an int8
+  weight is read as int8): no data moves, so the output *is* the input (a
+  compiler emits no kernel for them; the built-in BERT keeps reshapes as copies
+  to match EGRL's node count, a documented difference of the round trip).
 * op: everything else. Ops are grouped at a compiler's granularity: an op absorbs
   the elementwise tail that follows it (batch norm, activations, bias and scale by
   constants, the erf form of GELU, swish's Sigmoid+Mul diamond, softmax's
@@ -21,7 +21,8 @@ Every live node (one whose outputs reach a graph output) gets one role:
   node is stored, so the stored topological order is kept.
 
 Stored constants (initializers and `Constant` nodes) are *weights* unless they are
-integer or boolean tensors or single elements, which are compile-time values.
+integer or boolean tensors or single elements, which are compile-time values (a
+float initializer an op reads is still emitted as a weight, see `importer`).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from memplace.instances.onnx.errors import OnnxImportError
 from memplace.instances.onnx.flops import ELEMENTWISE
@@ -197,8 +198,8 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         data = [base.get(v, v) for k, v in enumerate(ins) if v and k not in skip]
         every = [base.get(v, v) for v in ins if v]
         if op == "Constant":
-            elem_type, n = _stored_constant(nodes[i])
-            (weights if _is_weight(elem_type, n) else compile_time).add(outs[0])
+            stored_type, n = _stored_constant(nodes[i])
+            (weights if _is_weight(stored_type, n) else compile_time).add(outs[0])
             roles.append("compile")
         elif op in COMPILE_TIME_SOURCES:
             compile_time.update(o for o in outs if o)
