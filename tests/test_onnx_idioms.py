@@ -59,7 +59,8 @@ def _run(*args):
 
 
 # --------------------------------------------------------------------------- idioms
-def test_shape_chain_into_reshape_and_expand_is_compile_time_work(tmp_path):
+@pytest.mark.parametrize("batch_dim, batch", [(2, None), ("batch_size", 2)], ids=["static", "dynamic"])
+def test_shape_chain_into_reshape_and_expand_is_compile_time_work(tmp_path, batch_dim, batch):
     # x[2,3,4] -> Reshape to [Shape(x)[0], 12] -> MatMul W[12,5] -> t[2,5];
     # ReduceMean over the batch r[1,5], Expand to [Shape(x)[0], 5], Add(t, e).
     nodes = [
@@ -75,8 +76,8 @@ def test_shape_chain_into_reshape_and_expand_is_compile_time_work(tmp_path):
         helper.make_node("Expand", ["r", "shape5"], ["e"], name="expand"),
         helper.make_node("Add", ["t", "e"], ["out"], name="add"),
     ]
-    model = _model(nodes, [_vi("x", F, [2, 3, 4])], [_vi("out", F, None)], [_zeros("W", 12, 5)])
-    inst = from_onnx(_save(model, tmp_path), "nnpi")
+    model = _model(nodes, [_vi("x", F, [batch_dim, 3, 4])], [_vi("out", F, None)], [_zeros("W", 12, 5)])
+    inst = from_onnx(_save(model, tmp_path), "nnpi", batch=batch)
     assert _ops(inst) == [("matmul", "matmul", 2 * 2 * 5 * 12), ("mean", "pool", 10.0),
                           ("expand", "expand", 0.0), ("add", "add", 10.0)]
     assert _tensors(inst) == {
