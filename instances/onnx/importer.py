@@ -130,7 +130,7 @@ class _Emitter:
             # the op's kind is its first node's, past a leading type conversion
             typed = next((m for m in group.nodes if lowered.op_types[m] not in ("Cast", "CastLike")),
                          group.anchor)
-            typed_ins = self._shapes(typed)[0]
+            typed_ins = self._shapes(typed)[0] if lowered.op_types[typed] == "Conv" else []
             self.ops.append({"name": unique, "type": _op_type(lowered.nodes[typed], typed_ins),
                              "flops": flops})
             for value in group.outputs:
@@ -274,4 +274,5 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
                 "workload": workload, "hardware": hw}
     from memplace.model import Instance
     Instance.from_dict(instance)  # the same checks as loading a file
+    roles["seconds"] = round(time.perf_counter() - began, 3)
     return instance
