@@ -410,3 +410,23 @@ def test_unwritable_output_exits_2_and_export_refuses_synthetic_workloads(tmp_pa
     _assert_refused(_run("instances", "export", "--onnx", tmp_path / "s.onnx", "synth-100"),
                     "op 'op0' (conv) of 'synth-100'", "synthetic DAGs cannot")
     _assert_refused(_run("instances", "export", "resnet50"), "exactly one of -o")
+
+
+def test_conv_transpose_einsum_and_a_large_constant_are_counted_by_hand(tmp_path):
+    bias = numpy_helper.from_array(np.zeros(5, np.float32), "bias")
+    nodes = [helper.make_node("ConvTranspose", ["x", "Wt"], ["up"], name="upconv", strides=[2, 2],
+                              kernel_shape=[2, 2]),                       # [1,2,6,6]
+             helper.make_node("Reshape", ["up", "as3d"], ["u3"], name="to3d"),  # [2,3,12]
+             helper.make_node("Einsum", ["u3", "E"], ["e"], name="einsum", equation="bij,jk->bik"),
+             helper.make_node("Constant", [], ["bias"], name="bias_const", value=bias),
+             helper.make_node("Add", ["e", "bias"], ["out"], name="add_bias")]
+    inits = [_zeros("Wt", 4, 2, 2, 2), _zeros("E", 12, 5),
+             numpy_helper.from_array(np.array([2, 3, 12], np.int64), "as3d")]
+    model = _model(nodes, [_vi("x", F, [1, 4, 3, 3])], [_vi("out", F, None)], inits)
+    inst = from_onnx(_save(model, tmp_path), "nnpi")
+    assert _ops(inst) == [("upconv", "upsample", 2.0 * 36 * (2 * 2 * 2)),  # 36 inputs x 8 outputs
+                          ("einsum", "matmul", 2.0 * 2 * 3 * 12 * 5 + 30)]  # + the bias add
+    tensors = _tensors(inst)
+    assert tensors["bias"] == ("weight", 20, [(1, 20)])  # a Constant of 5 floats is a weight
+    assert tensors["up"] == ("activation", 288, [(0, 288), (1, 288)])
+    assert "as3d" not in tensors  # an int64 shape vector is no tensor
