@@ -3,7 +3,7 @@
 A sibling of `memplace.model.static`; it shares only the `Instance` with it.
 """
 from memplace.model.residency.reference import Timeline
-from memplace.model.residency.simulation import simulate, timeline
+from memplace.model.residency.simulation import Details, Simulation, details, simulate, simulate_batch, timeline
 from memplace.model.residency.solution import (FORMAT, NO_OFFSET, STATIC_FORMAT, ResidencySolution,
                                                Window, read_json)
 from memplace.model.residency.validation import (RULES, ResidencyValidation, Violation, is_defining,
@@ -14,4 +14,5 @@ __all__ = [
     "FORMAT", "STATIC_FORMAT", "NO_OFFSET", "ResidencySolution", "Window", "read_json",
     "RULES", "ResidencyValidation", "Violation", "validate", "violations", "valid_from",
     "is_defining", "producer_of", "load_with_windows", "simulate", "timeline", "Timeline",
+    "simulate_batch", "details", "Details", "Simulation",
 ]
