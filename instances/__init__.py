@@ -7,7 +7,7 @@ from memplace.instances.hardware import HARDWARE, hardware_preset
 from memplace.instances.synthetic import synthetic_workload
 
 # The ONNX importer needs the optional extra `memplace[onnx]`: loaded on first use.
-_ONNX_NAMES = ("from_onnx", "to_onnx")
+_ONNX_NAMES = ("from_onnx", "to_onnx", "save_onnx")
 
 
 def __getattr__(name: str):
