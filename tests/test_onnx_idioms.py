@@ -358,6 +358,12 @@ def test_unknown_hardware_preset_exits_2(tmp_path):
     out = tmp_path / "x.json"
     result = _run("import", tmp_path / "m.onnx", "--hardware", "npu-typo", "--batch", "2", "-o", out)
     _assert_refused(result, "unknown hardware preset 'npu-typo'")
+    nameless = tmp_path / "nameless.json"
+    nameless.write_text('{"compute_rate": 1e12, "levels": [{"name": "m", "capacity": null, '
+                        '"bandwidth": 1e9}]}')
+    result = _run("import", tmp_path / "m.onnx", "--hardware", nameless, "--batch", "2", "-o", out)
+    _assert_refused(result, "name")
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- command line
