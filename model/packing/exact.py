@@ -21,7 +21,8 @@ import numpy as np
 from memplace.model.packing.search import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED, TIME_LIMIT,
                                           search)
 
-__all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "search_workers"]
+__all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "lowest_height",
+           "search_workers"]
 
 
 def _features(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray
@@ -238,3 +239,50 @@ def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
     if timed_out:
         return TIME_LIMIT, np.full(sizes.size, -1, np.int64), total_nodes
     return PACKED, offsets, total_nodes
+
+
+def lowest_height(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
+                  alignments: np.ndarray, best: np.ndarray, lower: int,
+                  deadline: float | None, probe_s: float
+                  ) -> tuple[np.ndarray, int, int, int]:
+    """(offsets, height, proven lower bound, nodes): the lowest packing found below the
+    packing `best`, given that no packing is lower than `lower`.
+
+    The search prunes well when the capacity is tight and poorly with slack, and it
+    proves infeasibility under the optimum slowly if at all; feasible heights with
+    slack, though, pack fast. So: a short probe (`probe_s` seconds) at the lower bound
+    (often the optimum), then bisection on short probes between the heights not yet
+    ruled out (a probe that runs out of time counts as "too low" for the bisection
+    only, never for the bound), then one unit under the best height on all the time
+    left (`deadline` None: without limit) until a probe fails.
+    """
+    def height_of(offsets: np.ndarray) -> int:
+        return int((offsets + sizes).max()) if sizes.size else 0
+
+    upper = height_of(best)
+    proven = soft = lower
+    nodes = 0
+    first = True
+    while proven < upper:
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0.01:
+            break
+        if soft < upper - 1:
+            height = soft if first else (soft + upper - 1) // 2
+            budget = probe_s if left is None else min(probe_s, left)
+        else:
+            height, budget = upper - 1, left
+        first = False
+        code, got, used = exact_offsets(sizes, lowers, uppers, alignments, height, budget)
+        nodes += used
+        if code == PACKED:
+            best, upper = got, height_of(got)
+        elif code == INFEASIBLE:
+            # no packing at `height` means none at any lower height either
+            proven = max(proven, height + 1)
+            soft = max(soft, height + 1)
+        elif height == upper - 1:
+            break  # out of time one unit under the best
+        else:
+            soft = height + 1
+    return best, upper, proven, nodes
