@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "memplace.bench.cli.bench",
     "memplace.bench.cli.residency",
     "memplace.bench.cli.envs",
+    "memplace.bench.cli.onnx_import",
 )
 
 
