@@ -8,11 +8,11 @@ import sys
 
 import click
 
-from memplace.bench.cli import bench, envs, instances, model, pack, solve
+from memplace.bench.cli import bench, envs, instances, model, onnx_import, pack, residency, solve
 from memplace.model.core.errors import MemplaceError
 
 # Modules that define click commands in a list named COMMANDS.
-COMMAND_MODULES = (instances, model, pack, solve, bench, envs)
+COMMAND_MODULES = (instances, model, pack, solve, bench, residency, envs, onnx_import)
 
 
 class _Group(click.Group):
