@@ -116,12 +116,6 @@ def build_state(place, arrays, leaves):
     return Bookkeeping(weight_bytes, act_load, tree_max, tree_add, leaves)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _fits(l, book, capacity):
-    weight_bytes, tree_max = book.weight_bytes, book.tree_max
-    return weight_bytes[l] + tree_max[l, 1] <= capacity[l]
-
-
 @njit(cache=True, nogil=True)
 def _single_fits(t, b, book, arrays):
     """Whether tensor t fits into level b, given the current bookkeeping."""
