@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -98,6 +98,11 @@ class Instance:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Instance":
         return cls(data)
+
+    @classmethod
+    def load(cls, source: "str | Path | Mapping[str, Any]") -> "Instance":
+        """An instance from a file path or an already parsed dict."""
+        return cls(dict(source)) if isinstance(source, Mapping) else cls.from_file(source)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Instance":

@@ -21,8 +21,6 @@ certificate. `HELDOUT` is the fixed benchmark set built from them.
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.files import atomic_write
 from memplace.model.packing.packers import Buffer, peak_live_size
 
 
@@ -176,17 +175,10 @@ def write_csv(path: str | Path, buffers: Sequence[Buffer],
     """Write buffers as MiniMalloc CSV (`id,lower,upper,size`, plus `offset` when given),
     atomically."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
-            writer = csv.writer(out, lineterminator="\n")
-            writer.writerow(["id", "lower", "upper", "size"] + (["offset"] if offsets is not None
-                                                                 else []))
-            for k, b in enumerate(buffers):
-                row = [b.id, b.lower, b.upper, b.size]
-                writer.writerow(row + ([int(offsets[k])] if offsets is not None else []))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path, newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["id", "lower", "upper", "size"] + (["offset"] if offsets is not None
+                                                             else []))
+        for k, b in enumerate(buffers):
+            row = [b.id, b.lower, b.upper, b.size]
+            writer.writerow(row + ([int(offsets[k])] if offsets is not None else []))

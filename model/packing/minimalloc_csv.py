@@ -8,13 +8,12 @@ Other columns are kept as they are.
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.files import atomic_write
 from memplace.model.packing.packers import Buffer
 
 REQUIRED = ("id", "lower", "upper", "size")
@@ -77,15 +76,8 @@ def write_solution(path: str | Path, packing: PackingFile, offsets: Sequence[int
     """Write the rows with their `offset` column, atomically (a temp file renamed into place)."""
     path = Path(path)
     fieldnames = [f for f in packing.fieldnames if f != "offset"] + ["offset"]
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
-            writer = csv.DictWriter(out, fieldnames=fieldnames, lineterminator="\n")
-            writer.writeheader()
-            for row, offset in zip(packing.rows, offsets):
-                writer.writerow({**row, "offset": int(offset)})
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path, newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=fieldnames, lineterminator="\n")
+        writer.writeheader()
+        for row, offset in zip(packing.rows, offsets):
+            writer.writerow({**row, "offset": int(offset)})

@@ -38,9 +38,7 @@ class StaticProblem:
     baselines = {"slowest": "all-slowest", "compiler": "compiler"}
 
     def load(self, source: str | Path | Mapping[str, Any]) -> Instance:
-        if isinstance(source, Mapping):
-            return Instance.from_dict(dict(source))
-        return Instance.from_file(source)
+        return Instance.load(source)
 
     def fingerprint(self, instance: Instance) -> str:
         return instance.fingerprint()

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from memplace.model.static import kernels
 from memplace.model.static.cost import latency as compute_latency
 from memplace.model.static.cost import load_profile
 from memplace.model.core.errors import SolutionError
+from memplace.model.core.files import atomic_write
 from memplace.model.instance import Instance
 
 FORMAT = "memplace-solution/1"
@@ -54,12 +53,9 @@ class Solution:
 
     def write(self, path: str | Path, instance: Instance) -> None:
         """Write atomically: a crash never leaves a half-written solution behind."""
-        path = Path(path)
         text = json.dumps(self.to_dict(instance), indent=1)
-        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with atomic_write(path) as fh:
             fh.write(text + "\n")
-        os.replace(tmp, path)
 
     @classmethod
     def from_dict(cls, data: Any, instance: Instance) -> "Solution":
