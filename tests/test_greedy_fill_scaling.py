@@ -101,14 +101,22 @@ def test_fill_equals_the_reference_on_committed_instances(path):
 
 @settings(max_examples=100, deadline=None)
 @given(n=st.integers(1, 70), ops=st.lists(
-    st.tuples(st.booleans(), st.integers(0, 1), st.floats(0, 1), st.floats(0, 1),
-              st.integers(-50, 100)), min_size=1, max_size=60))
+    st.tuples(st.sampled_from(["add", "remove", "max"]), st.integers(0, 1), st.floats(0, 1),
+              st.floats(0, 1), st.integers(1, 100)), min_size=1, max_size=60))
 def test_load_tree_range_max_equals_a_brute_force_profile(n, ops):
+    """Tensors come and go (loads stay >= 0, as in a level); every range max and the
+    root (the level's peak) equal a plain per-step profile."""
     tree_max, tree_add, leaves = empty_trees(2, n)
     load = np.zeros((2, n), np.int64)
-    for is_add, l, a, b, v in ops:
+    held: list[tuple[int, int, int, int]] = []
+    for what, l, a, b, v in ops:
         lo, hi = sorted((int(a * (n - 1)), int(b * (n - 1))))
-        if is_add:
+        if what == "remove" and held:
+            l, lo, hi, v = held.pop(int(a * (len(held) - 1)))
+            tree_range_add(tree_max, tree_add, leaves, l, lo, hi, -v)
+            load[l, lo:hi + 1] -= v
+        elif what in ("add", "remove"):
+            held.append((l, lo, hi, v))
             tree_range_add(tree_max, tree_add, leaves, l, lo, hi, v)
             load[l, lo:hi + 1] += v
         else:
@@ -154,3 +162,54 @@ def test_heuristics_through_solve_keep_their_latencies(name):
         assert result.latency == latency(inst, place)
         if inst.has_addressed_levels:
             np.testing.assert_array_equal(result.offsets, offsets)
+
+
+def reference_place_in_order(order, sizes, lowers, uppers, alignments, capacity, best_fit):
+    """The packing heuristics' gap rule as it was: scan every placed buffer."""
+    offsets = [-1] * len(sizes)
+    placed: list[int] = []
+    for b in order:
+        busy = sorted((offsets[p], offsets[p] + sizes[p]) for p in placed
+                      if lowers[p] < uppers[b] and lowers[b] < uppers[p])
+        best, best_gap, cursor = -1, -1, 0
+        for j in range(len(busy) + 1):
+            gap_end = capacity if j == len(busy) else busy[j][0]
+            start = (cursor + alignments[b] - 1) // alignments[b] * alignments[b]
+            if start + sizes[b] <= gap_end:
+                if not best_fit:
+                    best = start
+                    break
+                if best < 0 or gap_end - cursor < best_gap:
+                    best, best_gap = start, gap_end - cursor
+            if j < len(busy) and busy[j][1] > cursor:
+                cursor = busy[j][1]
+        if best >= 0:
+            offsets[b] = best
+            placed.append(b)
+    return offsets
+
+
+@settings(max_examples=120, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 70), capacity=st.integers(1, 3000),
+       spread=st.sampled_from([5, 50, 10**12]))
+def test_packing_heuristics_equal_the_plain_gap_scan(seed, n, capacity, spread):
+    from memplace.model.packing.heuristics import (BEST_FIT, FIRST_FIT, HEURISTICS,
+                                                   conflict_counts, heuristic_offsets,
+                                                   place_in_order)
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 400, n).astype(np.int64)
+    lowers = rng.integers(-3, spread, n).astype(np.int64)
+    uppers = lowers + 1 + rng.integers(0, spread, n) * (rng.random(n) < 0.9)
+    alignments = rng.choice([1, 2, 16], n).astype(np.int64)
+    order = rng.permutation(n).astype(np.int64)
+    plain = [sizes.tolist(), lowers.tolist(), uppers.tolist(), alignments.tolist()]
+    for rule in (FIRST_FIT, BEST_FIT):
+        got = place_in_order(order, sizes, lowers, uppers, alignments, np.int64(capacity), rule)
+        want = reference_place_in_order(order.tolist(), *plain, capacity, rule == BEST_FIT)
+        assert got.tolist() == want
+    want_counts = [sum(1 for j in range(n) if j != i and lowers[i] < uppers[j]
+                       and lowers[j] < uppers[i]) for i in range(n)]
+    assert conflict_counts(lowers, uppers).tolist() == want_counts
+    for which in HEURISTICS.values():  # every named heuristic still places within capacity
+        offsets = heuristic_offsets(sizes, lowers, uppers, alignments, np.int64(capacity), which)
+        assert all(o < 0 or o + s <= capacity for o, s in zip(offsets.tolist(), sizes.tolist()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from memplace.model.static.offset_index import index_add, index_first_fit, new_offset_index
+from memplace.model.static.offset_index import index_add, index_fit, new_offset_index
 
 
 # Indices are cast to unsigned so Numba skips negative-index wraparound in the hot
@@ -161,9 +161,9 @@ def first_fit_offsets_kernel(order, size, start, end, alignment, capacity, offse
     n_placed = 0
     for i in range(m):
         t = order[i]
-        candidate = index_first_fit(ix, 0, start[t], end[t], size[t], alignment, start, end,
-                                    offsets, size)
-        if candidate + size[t] <= capacity:
+        candidate = index_fit(ix, 0, start[t], end[t], size[t], alignment, capacity, False,
+                              start, end, offsets, size)
+        if candidate >= 0:
             offsets[t] = candidate
             index_add(ix, 0, t, start[t], end[t], candidate, size[t])
             n_placed += 1

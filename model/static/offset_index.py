@@ -145,43 +145,57 @@ def index_add(ix, l, t, s, e, offset, nbytes):
 
 
 @njit(cache=True, nogil=True)
-def index_first_fit(ix, l, s, e, need, alignment, start, end, offsets, size):
-    """The lowest multiple of `alignment` at which `need` bytes live over steps s..e
-    overlap no tensor recorded in level l sharing one of those steps (no capacity check).
+def index_fit(ix, l, s, e, need, alignment, capacity, best_fit, start, end, offsets, size):
+    """Where `need` bytes live over steps s..e go in level l: the lowest (first fit) or
+    the smallest-gap (best fit; ties to the lowest) multiple of `alignment` at which
+    they overlap no tensor recorded there sharing one of those steps and end within
+    `capacity`; -1 when there is none.
 
-    Sweep in order of range start: a range starting below candidate + need and ending
-    above the candidate pushes the candidate to its end, rounded up to the alignment;
-    the first range starting at or above candidate + need ends the sweep."""
+    Sweep the ranges to avoid in order of start, with `cursor` the highest end so far:
+    a range starting above the cursor leaves the gap [cursor, its start), and the last
+    gap ends at the capacity. First fit stops at the first gap that takes the bytes."""
     span = ix[0]
-    if s <= span[0] and e >= span[1]:
-        lo, hi, m = ix[7][l], ix[8][l], ix[9][l]
-        candidate = 0
-        for a in range(m):
-            if lo[a] >= candidate + need:
-                break
-            if hi[a] > candidate:
-                candidate = ((hi[a] + alignment - 1) // alignment) * alignment
-        return candidate
     found, found_lo, found_hi = ix[10], ix[11], ix[12]
-    c = _overlapping(ix[1], ix[2], ix[3], span[2], l, s, e, start, end, found)
-    for i in range(c):
-        u = found[i]
-        found_lo[i] = offsets[u]
-        found_hi[i] = offsets[u] + size[u]
-    order = np.argsort(found_lo[:c])
-    wide_lo, wide_hi, n_wide = ix[4][l], ix[5][l], ix[6][l]
-    candidate = 0
+    if s <= span[0] and e >= span[1]:
+        other_lo, other_hi, n_other = ix[7][l], ix[8][l], ix[9][l]
+        c = 0
+    else:
+        other_lo, other_hi, n_other = ix[4][l], ix[5][l], ix[6][l]
+        c = _overlapping(ix[1], ix[2], ix[3], span[2], l, s, e, start, end, found)
+        for i in range(c):
+            u = found[i]
+            found_lo[i] = offsets[u]
+            found_hi[i] = offsets[u] + size[u]
+        order = np.argsort(found_lo[:c])
+        for i in range(c):  # sorted in place, through `found` as scratch
+            found[i] = found_lo[order[i]]
+        for i in range(c):
+            found_lo[i] = found[i]
+            found[i] = found_hi[order[i]]
+        for i in range(c):
+            found_hi[i] = found[i]
+    best = -1
+    best_gap = 0
+    cursor = 0
     i = 0
     j = 0
-    while i < c or j < n_wide:
-        if j >= n_wide or (i < c and found_lo[order[i]] <= wide_lo[j]):
-            a, b = found_lo[order[i]], found_hi[order[i]]
+    while i < c or j < n_other:
+        if j >= n_other or (i < c and found_lo[i] <= other_lo[j]):
+            a, b = found_lo[i], found_hi[i]
             i += 1
         else:
-            a, b = wide_lo[j], wide_hi[j]
+            a, b = other_lo[j], other_hi[j]
             j += 1
-        if a >= candidate + need:
-            break
-        if b > candidate:
-            candidate = ((b + alignment - 1) // alignment) * alignment
-    return candidate
+        at = ((cursor + alignment - 1) // alignment) * alignment
+        if at + need <= a:
+            if not best_fit:
+                return at if at + need <= capacity else -1
+            if best < 0 or a - cursor < best_gap:
+                best = at
+                best_gap = a - cursor
+        if b > cursor:
+            cursor = b
+    at = ((cursor + alignment - 1) // alignment) * alignment
+    if at + need <= capacity and (best < 0 or capacity - cursor < best_gap):
+        best = at
+    return best

@@ -22,7 +22,7 @@ from numba import njit
 
 from memplace.model import Instance
 from memplace.model.static import kernels
-from memplace.model.static.offset_index import index_add, index_first_fit, new_offset_index
+from memplace.model.static.offset_index import index_add, index_fit, new_offset_index
 from memplace.model.static.load_tree import tree_range_add, tree_range_max
 from memplace.solvers.base import SearchContext, check_range, register
 
@@ -61,8 +61,9 @@ def greedy_fill_kernel(order, size, start, end, capacity, addressed, alignment, 
                 continue
             offset = -1
             if addressed[l]:
-                offset = index_first_fit(ix, l, s, e, sz, alignment[l], start, end, offsets, size)
-                if offset + sz > capacity[l]:
+                offset = index_fit(ix, l, s, e, sz, alignment[l], capacity[l], False, start, end,
+                                   offsets, size)
+                if offset < 0:
                     continue
                 index_add(ix, l, t, s, e, offset, sz)
             place[t] = l
