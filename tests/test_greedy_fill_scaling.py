@@ -213,3 +213,25 @@ def test_packing_heuristics_equal_the_plain_gap_scan(seed, n, capacity, spread):
     for which in HEURISTICS.values():  # every named heuristic still places within capacity
         offsets = heuristic_offsets(sizes, lowers, uppers, alignments, np.int64(capacity), which)
         assert all(o < 0 or o + s <= capacity for o, s in zip(offsets.tolist(), sizes.tolist()))
+
+
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.5, 2.0, -3.0, 1e-300]), max_size=40))
+def test_descending_order_breaks_ties_by_tensor_index(scores):
+    from memplace.solvers.static.heuristics import _descending
+    score = np.array(scores, np.float64)
+    want = np.lexsort((np.arange(score.size), -score))
+    np.testing.assert_array_equal(_descending(score), want)
+
+
+@pytest.mark.parametrize("name", ["synth-1000@edge-npu", "bert-base@nnpi"])
+def test_benefit_density_order_uses_the_delta_of_each_tensor_alone(name):
+    from memplace.solvers.static.heuristics import order_benefit_density
+    inst = Instance.from_file(DATA / f"{name}.json")
+    slow = inst.slowest_placement()
+    gain = np.array([-kernels.move_delta_kernel(slow, t, 0, inst.compute, inst.op_ptr,
+                                                inst.op_tensor, inst.access_time, inst.tensor_ptr,
+                                                inst.tensor_access, inst.access_op)
+                     for t in range(inst.n_tensors)])
+    density = gain / inst.size
+    want = np.lexsort((np.arange(density.size), -density))
+    np.testing.assert_array_equal(order_benefit_density(inst), want)

@@ -97,7 +97,7 @@ def xla_score(inst: Instance) -> np.ndarray:
 
 def _descending(score: np.ndarray) -> np.ndarray:
     """Indices by decreasing score, ties to the smaller tensor index (deterministic)."""
-    return np.lexsort((np.arange(score.size), -score))
+    return np.argsort(-score, kind="stable")
 
 
 def order_greedy_size(inst: Instance) -> np.ndarray:
@@ -114,12 +114,21 @@ def order_topological(inst: Instance) -> np.ndarray:
     return np.lexsort((np.arange(inst.n_tensors), first_use))
 
 
+@njit(cache=True, nogil=True)
+def _gains_to_fastest(place, compute, op_ptr, op_tensor, access_time, tensor_ptr, tensor_access,
+                      access_op):
+    """Latency saved by moving each tensor alone from `place` to level 0 (one compiled
+    loop: a Python loop of kernel calls took 0.5 s at 10^5 tensors)."""
+    gain = np.empty(tensor_ptr.shape[0] - 1)
+    for t in range(gain.shape[0]):
+        gain[t] = -kernels.move_delta_kernel(place, t, 0, compute, op_ptr, op_tensor, access_time,
+                                             tensor_ptr, tensor_access, access_op)
+    return gain
+
+
 def order_benefit_density(inst: Instance) -> np.ndarray:
-    slow = inst.slowest_placement()
-    gain = np.array([-kernels.move_delta_kernel(slow, t, 0, inst.compute, inst.op_ptr,
-                                                inst.op_tensor, inst.access_time, inst.tensor_ptr,
-                                                inst.tensor_access, inst.access_op)
-                     for t in range(inst.n_tensors)])
+    gain = _gains_to_fastest(inst.slowest_placement(), inst.compute, inst.op_ptr, inst.op_tensor,
+                             inst.access_time, inst.tensor_ptr, inst.tensor_access, inst.access_op)
     return _descending(gain / inst.size)
 
 
@@ -183,10 +192,11 @@ def solve_random_greedy(ctx: SearchContext, samples: int, noise: float) -> None:
     check_range("random-greedy", "samples", samples, 1)
     check_range("random-greedy", "noise", noise, 0.0)
     inst = ctx.instance
+    base = xla_score(inst)  # the same every sample: computed once
     for _ in range(samples):
         if ctx.should_stop():
             break
-        score = xla_score(inst) * np.exp(noise * ctx.rng.standard_normal(inst.n_tensors))
+        score = base * np.exp(noise * ctx.rng.standard_normal(inst.n_tensors))
         place, offsets = greedy_fill(inst, _descending(score))
         ctx.count(1)
         ctx.offer(place, offsets=offsets if inst.has_addressed_levels else None)
