@@ -40,7 +40,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from memplace.bench.plan import run_key
+from memplace.bench.task import run_key
 from memplace.model.core.errors import MemplaceError
 
 RUNS_FILE = "runs.jsonl"
