@@ -235,3 +235,19 @@ def test_benefit_density_order_uses_the_delta_of_each_tensor_alone(name):
     density = gain / inst.size
     want = np.lexsort((np.arange(density.size), -density))
     np.testing.assert_array_equal(order_benefit_density(inst), want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 40), count=st.integers(0, 30))
+def test_milp_clique_members_equal_testing_every_tensor_at_every_step(seed, n, count):
+    from memplace.solvers.static.milp_highs import clique_members, clique_steps
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, n, count)
+    end = np.minimum(n - 1, start + rng.integers(0, 10, count))
+    tensors = rng.permutation(200)[:count]
+    steps = clique_steps(start, end, n)
+    got = clique_members(tensors, start, end, steps)
+    want = [tensors[(start <= k) & (end >= k)] for k in steps]
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
