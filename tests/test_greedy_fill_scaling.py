@@ -251,3 +251,21 @@ def test_milp_clique_members_equal_testing_every_tensor_at_every_step(seed, n, c
     assert len(got) == len(want)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), n_ops=st.integers(2, 12), n_tensors=st.integers(2, 30),
+       place_seed=st.integers(0, 10**6))
+def test_rectify_with_a_spent_packer_equals_canonical_first_fit(seed, n_ops, n_tensors,
+                                                                place_seed):
+    """A placement packer whose budgets are spent is first-fit alone and says so; rectify
+    then moves every unplaced tensor at once, which must give the canonical result."""
+    from memplace.model import rectify
+    from memplace.model.static.offsets import placement_packer
+    inst = Instance(random_instance_dict(seed, n_ops, n_tensors, 2, True, 0.6))
+    place = np.random.default_rng(place_seed).integers(0, inst.n_levels, inst.n_tensors)
+    spent = placement_packer(exact_budget_s=0.0, heuristic_budget_s=0.0)
+    got = rectify(inst, place, packer=spent)
+    want = rectify(inst, place)
+    np.testing.assert_array_equal(got.placement, want.placement)
+    np.testing.assert_array_equal(got.offsets, want.offsets)

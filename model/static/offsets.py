@@ -6,6 +6,7 @@ placement's live ranges are the spec's inclusive `[start, end]`. The conversion
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -14,21 +15,23 @@ from memplace.model.packing.packers import PACKERS
 from memplace.model.static.rectification import Packer, first_fit_packer
 
 
-def placement_packer(exact_budget_s: float = 5.0) -> Packer:
+def placement_packer(exact_budget_s: float = 5.0,
+                     heuristic_budget_s: float | None = None) -> Packer:
     """A packer for addressed levels in `rectify` (its `Packer` signature:
     inclusive live ranges, priority = higher keeps its place): the best compiler
     heuristic, then the exact search (sharing `exact_budget_s` seconds over all calls,
     at most 2 s a call), then first-fit in rectify's priority, whose unplaced tensors
     tell rectify what to move down.
 
-    The heuristics get their own `exact_budget_s` seconds over all calls: rectify packs
-    again after each tensor it moves down, so on a large level (10^5 tensors) that fails
+    With `heuristic_budget_s`, the heuristics get that many seconds over all calls (None:
+    no limit; they take milliseconds on levels of a few thousand tensors, so only huge
+    levels reach a budget of seconds): rectify packs again after each tensor it moves down, so on a large level (10^5 tensors) that fails
     to pack they would otherwise run once per tensor moved. Once both budgets are spent
     the packer is first-fit alone and says so (`pack.first_fit_only`), and rectify
     moves every unplaced tensor down at once, as it does with the canonical packer."""
     best, search = PACKERS["best-heuristic"], PACKERS["exact-search"]
     left = [exact_budget_s]
-    heuristics_left = [exact_budget_s]
+    heuristics_left = [math.inf if heuristic_budget_s is None else heuristic_budget_s]
 
     def pack(size, start, end, alignment, capacity, priority):
         aligns = np.full(size.size, alignment, np.int64)
