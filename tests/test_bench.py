@@ -17,7 +17,7 @@ from memplace.bench.cli import main
 from memplace.bench.plan import (EXTRA_MODULES_ENV, PlanError, import_solver_modules,
                                  load_plan)
 from memplace.bench.results import Results
-from memplace.bench.store import FIELDS, OPTIONAL_FIELDS, RunsFileError, read_runs, record_key
+from memplace.bench.store import FIELDS, RunsFileError, read_runs, record_key
 from memplace.instances import builtin_path
 from memplace.model import Instance
 from memplace.solvers import registry, solve, solvers_of
@@ -108,7 +108,7 @@ def test_plan_runs_end_to_end_with_deterministic_solvers_once(batch):
     assert "[8/8" in batch["output"]
     assert (batch["out"] / "plan.toml").read_text() == batch["plan"].read_text()
     for record in records:
-        assert set(record) == set(FIELDS) | set(OPTIONAL_FIELDS)
+        assert set(record) == set(FIELDS)
         assert record["code"]["package"]  # which code made it (commit in a checkout)
         assert record["status"] == "feasible" and record["error"] is None
         if record["solver"] == "test-steps":  # one Numba thread per worker

@@ -97,7 +97,7 @@ def report_command(runs: str, out: str | None) -> None:
     from memplace.bench.store import read_runs
     folder = Path(out) if out else Path(runs).parent
     folder.mkdir(parents=True, exist_ok=True)
-    results = Results(read_runs(runs))
+    results = Results(read_runs(runs), cache_folder=folder)
     written = write_tables(results, folder) + write_plots(results, folder)
     click.echo(f"{len(results.records)} runs on {len(results.instances)} instances by "
                f"{len(results.solvers)} solvers; wrote {len(written)} files to {folder}")
@@ -107,8 +107,8 @@ def report_command(runs: str, out: str | None) -> None:
         click.echo(f"code: {label}: {n} runs")
     tied = results.tied_instances()
     if tied:
-        click.echo(f"note: all solvers tie (the all-slowest reference aside) on {', '.join(tied)}; "
-                   "nothing there tells them apart")
+        click.echo(f"note: all solvers tie (the {results.problem.baselines['slowest']} reference "
+                   f"aside) on {', '.join(tied)}; nothing there tells them apart")
 
 
 @click.command("validate-results")
