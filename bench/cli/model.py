@@ -10,8 +10,14 @@ from memplace.model import Solution, validate, warmup
 
 
 def _validate(instance: str, solution: str):
+    """Validate a solution file of either format: `memplace-solution/2` (residency: homes and
+    windows, latency simulated) or `/1` (static placement), told apart by its "format"."""
+    from memplace.model import residency
     inst = load_instance(instance)
-    return validate(inst, Solution.read(solution, inst))
+    data = residency.read_json(solution)
+    if isinstance(data, dict) and data.get("format") == residency.FORMAT:
+        return residency.validate(inst, residency.ResidencySolution.from_dict(data, inst))
+    return validate(inst, Solution.from_dict(data, inst))
 
 
 @click.command("evaluate")
@@ -53,10 +59,15 @@ def validate_command(instance: str, solution: str) -> None:
 @click.option("--folder", type=click.Path(file_okay=False), default=None,
               help="with --scaling: where the synthetic instance files are written once "
                    "(default: a memplace-perf folder in the temporary directory)")
+@click.option("--problem", "problem_name", type=click.Choice(["static", "residency"]), default="static",
+              show_default=True, help="which cost model: the static latency or the residency simulator")
+@click.option("--changes", default=2000, show_default=True,
+              help="residency: random one-window changes timed (incremental vs full)")
 def perf_command(instance: str | None, population: int, moves: int, scaling: bool, sizes: str,
-                 folder: str | None) -> None:
+                 folder: str | None, problem_name: str, changes: int) -> None:
     """Measure the cost model on INSTANCE (the last line is machine-readable), or with
-    --scaling how every step grows with the instance size."""
+    --scaling how every step grows with the instance size; --problem residency measures
+    the residency simulator instead."""
     from memplace.bench.perf import measure
     if population < 1 or moves < 1:
         raise click.BadParameter("--population and --moves must be >= 1")
@@ -65,6 +76,9 @@ def perf_command(instance: str | None, population: int, moves: int, scaling: boo
         return
     if instance is None:
         raise click.UsageError("give an INSTANCE, or --scaling")
+    if problem_name == "residency":
+        _perf_residency(instance, changes)
+        return
     inst = load_instance(instance)
     figures = measure(inst, population=population, moves=moves)
     click.echo(f"{inst.name}: {inst.n_ops} ops, {inst.n_tensors} tensors, "
@@ -105,6 +119,29 @@ def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
                f"synthetic generator, files in {where}. Heuristics through solve() (validation "
                f"included); sa: {moves} moves of the annealing kernel alone; MILP build: "
                f"formulate + HiGHS model, no solve.")
+
+
+def _perf_residency(instance: str, changes: int) -> None:
+    from memplace.bench.perf_residency import measure
+    if changes < 1:
+        raise click.BadParameter("--changes must be >= 1")
+    inst = load_instance(instance)
+    f = measure(inst, changes=changes)
+    click.echo(f"{inst.name}: {inst.n_ops} ops, {inst.n_tensors} tensors, {int(inst.op_ptr[-1])} accesses; "
+               f"homes in the slowest level, {f.windows} windows (one per access that can have one), "
+               f"{f.copies} copies")
+    click.echo(f"simulation (kernel)   {f.kernel_ns / 1e3:10.2f} us per solution (CPU time, in a compiled loop)")
+    if f.c_ns is not None:
+        click.echo(f"C loop, same arrays   {f.c_ns / 1e3:10.2f} us per solution (kernel/C = {f.kernel_ns / f.c_ns:.2f}x)")
+    click.echo(f"Python reference      {f.python_ref_ns / 1e3:10.1f} us per solution "
+               f"({f.python_ref_ns / f.kernel_ns:.0f}x the kernel)")
+    click.echo(f"encode windows        {f.encode_ns / 1e3:10.2f} us per solution (from Python Window objects)")
+    click.echo(f"batch of 32           {f.batch_ns / 1e3:10.2f} us per solution (encoding included)")
+    click.echo(f"one-window change     {f.full_ns / 1e3:10.2f} us full re-simulation, "
+               f"{f.incremental_ns / 1e3:.2f} us incremental ({f.full_ns / f.incremental_ns:.1f}x; "
+               f"{f.early_stops:.0%} met the old run early), mean of {changes} random changes")
+    click.echo(f"Simulation.try_change {f.api_ns / 1e3:10.2f} us per call from Python (reject included)")
+    click.echo(f.line())
 
 
 @click.command("warmup")
