@@ -72,12 +72,13 @@ def perf_command(instance: str, population: int, moves: int) -> None:
 @click.command("warmup")
 def warmup_command() -> None:
     """Compile every Numba kernel once (cached on disk for later commands)."""
+    from memplace.model.core.numba_cache import cache_dir
     seconds = warmup()
     from memplace.solvers import registry
     from memplace.solvers.static.warm import warm_solvers
     solvers = warm_solvers()
     click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
-               f"(of {len(registry())})")
+               f"(of {len(registry())}); Numba cache: {cache_dir()}")
 
 
 COMMANDS = [evaluate_command, validate_command, perf_command, warmup_command]
