@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from memplace.bench.cli.values import SEED, count
 from memplace.model.core.errors import MemplaceError
 
 MiB = 1024 * 1024
@@ -84,10 +85,10 @@ def show_command(instance: str) -> None:
 @click.argument("instance")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="the instance file to write")
-@click.option("--batch", type=int, help="rebuild WORKLOAD@HARDWARE with this batch size")
-@click.option("--width", type=int, help="rebuild with this element width in bytes")
-@click.option("--seq-len", type=int, help="rebuild a language model with this sequence length")
-@click.option("--seed", type=int, help="rebuild a synthetic workload with this seed")
+@click.option("--batch", type=count(1 << 20), help="rebuild WORKLOAD@HARDWARE with this batch size")
+@click.option("--width", type=count(1 << 20), help="rebuild with this element width in bytes")
+@click.option("--seq-len", type=count(1 << 20), help="rebuild a language model with this sequence length")
+@click.option("--seed", type=SEED, help="rebuild a synthetic workload with this seed")
 def export_command(instance: str, output: str, batch: int | None, width: int | None,
                    seq_len: int | None, seed: int | None) -> None:
     """Write INSTANCE to a memplace-instance/1 file.
@@ -96,6 +97,7 @@ def export_command(instance: str, output: str, batch: int | None, width: int | N
     (e.g. synth-5000@gpu) is built anew, as is every instance given parameters."""
     from memplace.instances import build_instance, builtin_names, dumps, load
     from memplace.model import Instance
+    from memplace.model.core.reading import write_atomically
     params = {k: v for k, v in (("batch", batch), ("width", width), ("seq_len", seq_len),
                                 ("seed", seed)) if v is not None}
     workload_name, sep, hardware_name = instance.partition("@")
@@ -106,7 +108,7 @@ def export_command(instance: str, output: str, batch: int | None, width: int | N
         Instance.from_dict(data)  # the same checks as loading
     else:
         data = load(instance).to_dict()
-    Path(output).write_text(dumps(data), encoding="utf-8")
+    write_atomically(output, dumps(data), "instance file")
     click.echo(f"wrote {output} ({data['name']})")
 
 

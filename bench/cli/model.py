@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from memplace.bench.cli.values import count
 from memplace.model import Solution, validate, warmup
 
 
@@ -47,13 +48,13 @@ def validate_command(instance: str, solution: str) -> None:
 
 @click.command("perf")
 @click.argument("instance")
-@click.option("--population", default=1024, show_default=True, help="placements per batch call")
-@click.option("--moves", default=1_000_000, show_default=True, help="moves timed for the delta")
+@click.option("--population", type=count(1 << 16), default=1024, show_default=True,
+              help="placements per batch call")
+@click.option("--moves", type=count(10**10), default=1_000_000, show_default=True,
+              help="moves timed for the delta")
 def perf_command(instance: str, population: int, moves: int) -> None:
     """Measure the cost model; the last line is machine-readable."""
     from memplace.bench.perf import measure
-    if population < 1 or moves < 1:
-        raise click.BadParameter("--population and --moves must be >= 1")
     inst = load_instance(instance)
     figures = measure(inst, population=population, moves=moves)
     click.echo(f"{inst.name}: {inst.n_ops} ops, {inst.n_tensors} tensors, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from memplace.bench.cli.model import load_instance
+from memplace.bench.cli.values import SECONDS, SEED
 from memplace.model.core.errors import MemplaceError
 
 
@@ -21,8 +22,8 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.command("solve")
 @click.argument("instance")
 @click.option("--solver", "solver_name", default="compiler", show_default=True)
-@click.option("--time-limit", type=float, default=60.0, show_default=True, help="seconds, a hard limit")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="seconds, a hard limit")
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="solver parameter (repeatable)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write a memplace-solution/1 file")
 def solve_command(instance: str, solver_name: str, time_limit: float, seed: int,
