@@ -168,8 +168,8 @@ def _expand(path: Path, text: str, data: dict[str, Any]) -> Plan:
     if memory is not None and not (is_int(memory) and 0 < memory <= MAX_MEMORY_MB):
         raise PlanError(f"memory_limit_mb must be an integer in 1..{MAX_MEMORY_MB}, got {shown(memory)}")
 
-    sources = resolve_instances(_strings(data["instances"], "instances"), path.parent)
-    solver_names = resolve_solvers(_strings(data["solvers"], "solvers"))
+    sources = resolve_instances(_strings(data["instances"], "instances", empty=False), path.parent)
+    solver_names = resolve_solvers(_strings(data["solvers"], "solvers", empty=False))
     params = _solver_params(data.get("params", {}), solver_names)
     one_seed = set(_strings(data.get("one_seed", []), "one_seed"))
     stray = sorted(one_seed - set(solver_names))
@@ -188,11 +188,13 @@ def _expand(path: Path, text: str, data: dict[str, Any]) -> Plan:
                 tasks, [name for _, name, _ in instances], solver_names)
 
 
-def _strings(value: Any, key: str) -> list[str]:
+def _strings(value: Any, key: str, empty: bool = True) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise PlanError(f"{key} must be a list of strings, got {shown(value)}")
+    if not value and not empty:
+        raise PlanError(f"{key} must name at least one entry")
     return value
 
 

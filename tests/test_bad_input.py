@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from memplace.bench.cli import main
 from memplace.bench.plan import PlanError, load_plan
+from memplace.bench.results import Results
 from memplace.bench.store import RunsFileError, read_runs
 from memplace.instances import builtin_path
 from memplace.model import Instance, InstanceError, Solution, SolutionError
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MEMPLACE_SHARED", ROOT.parent / "shared"))
 MINIMALLOC_CSV = SHARED / "benchmarks" / "minimalloc" / "examples" / "input.12.csv"
 INSTANCES = ("vgg16@edge-npu", "vgg16@nnpi")  # small; edge-npu has an addressed level
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 30)), deadline=None, derandomize=not os.environ.get("FUZZ_EXAMPLES"),
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 # ---------------------------------------------------------------------- mutations
@@ -71,11 +72,26 @@ def _replace(value: Any, path: tuple, new: Any, delete: bool = False) -> Any:
     return copy
 
 
+def every_field_swap(data: Any) -> list[tuple[tuple, Any]]:
+    """(path, value) for every nasty value (or a deletion, value `...`) at every path
+    that goes through the first item of each list: exhaustive where the random
+    mutations are sparse."""
+    paths = [p for p in _paths(data) if p and all(k == 0 for k in p if isinstance(k, int))]
+    return [(path, value) for path in paths for value in NASTY + [...]]
+
+
+def apply_swap(data: Any, path: tuple, value: Any) -> str:
+    return json.dumps(_replace(data, path, None, delete=True) if value is ... else
+                      _replace(data, path, value))
+
+
 @st.composite
 def json_mutation(draw, data: Any) -> str:
     """A JSON text of `data` with one value swapped for a nasty one, a key or item
     deleted, or a value nested deep."""
-    path = draw(st.sampled_from(_paths(data)))
+    paths = _paths(data)
+    depth = draw(st.integers(0, max(map(len, paths))))  # a depth first: shallow keys get their share
+    path = draw(st.sampled_from([p for p in paths if len(p) == depth] or paths))
     kind = draw(st.sampled_from(["swap", "delete", "nest"]))
     if kind == "delete" and path:
         mutated = _replace(data, path, None, delete=True)
@@ -158,6 +174,19 @@ def test_mutated_instance_loads_valid_or_gives_one_error_line(name, tmp_path):
             assert run_cli("instances", "show", path).exit_code == 0
 
     check()
+
+
+def test_every_field_of_an_instance_swapped_loads_or_gives_one_error_line(tmp_path):
+    data = json.loads(builtin_path("vgg16@edge-npu").read_bytes())
+    path = tmp_path / "instance.json"
+    for field, value in every_field_swap(data):
+        path.write_text(apply_swap(data, field, value))
+        try:
+            Instance.from_file(path)
+        except InstanceError as exc:
+            assert_clean_error(exc, InstanceError)
+        else:  # it loads: the command that prints every part of it must too
+            assert run_cli("instances", "show", path).exit_code == 0, (field, value)
 
 
 @pytest.mark.parametrize("field, value, words", [
@@ -250,6 +279,20 @@ def test_mutated_solution_evaluates_or_gives_one_error_line(solved, tmp_path):
             assert run_cli("validate", "vgg16@edge-npu", path).exit_code in (0, 1)
 
     check()
+
+
+def test_every_field_of_a_solution_swapped_reads_or_gives_one_error_line(solved, tmp_path):
+    inst, raw = solved
+    data = json.loads(raw)
+    path = tmp_path / "solution.json"
+    for field, value in every_field_swap(data):
+        path.write_text(apply_swap(data, field, value))
+        try:
+            Solution.read(path, inst)
+        except SolutionError as exc:
+            assert_clean_error(exc, SolutionError)
+        else:
+            assert run_cli("validate", "vgg16@edge-npu", path).exit_code in (0, 1), (field, value)
 
 
 def test_failing_solve_keeps_the_output_file(tmp_path):
@@ -371,9 +414,27 @@ def test_corrupted_runs_line_is_named_and_nothing_is_lost(runs_file, tmp_path):
         else:
             assert len(records) >= 1
             assert run_cli("validate-results", path).exit_code in (0, 1)
+            results = Results(records)  # what `memplace report` tabulates (its plots aside)
+            assert len(results.summaries()) == len(results.solvers) and results.cells()
         assert path.read_bytes() == data  # the good line and the bad one are still there
 
     check()
+
+
+def test_every_field_of_a_run_record_swapped_reads_or_gives_one_error_line(runs_file, tmp_path):
+    path = tmp_path / "runs.jsonl"
+    first, second = runs_file.splitlines(keepends=True)
+    record = json.loads(second)
+    for field, value in every_field_swap(record):
+        path.write_bytes(first + apply_swap(record, field, value).encode() + b"\n")
+        try:
+            records = read_runs(path)
+        except RunsFileError as exc:
+            assert_clean_error(exc, RunsFileError)
+        else:
+            results = Results(records)  # what `memplace report` tabulates (its plots aside)
+            assert len(results.summaries()) == len(results.solvers), (field, value)
+            assert results.cells()
 
 
 def test_resume_on_a_corrupted_runs_file_refuses_and_keeps_it(runs_file, tmp_path):

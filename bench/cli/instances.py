@@ -60,7 +60,8 @@ def show_command(instance: str) -> None:
     weights = int(inst.size[inst.is_weight == 1].sum())
     activations = int(inst.size[inst.is_weight == 0].sum())
     click.echo(f"instance      {inst.name}")
-    params = " ".join(f"{k}={v}" for k, v in workload.get("params", {}).items())
+    params = workload.get("params")  # provenance, not checked (unknown keys are ignored)
+    params = " ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, dict) else ""
     click.echo(f"workload      {inst.workload_name}  {params}")
     if workload.get("source"):
         click.echo(f"  source      {workload['source']}")
