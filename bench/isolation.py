@@ -38,6 +38,7 @@ import threading
 import time
 from typing import Any
 
+from memplace.bench.task import Task
 from memplace.bench.worker import failure_record
 
 STARTUP_S = 60.0  # interpreter start, imports and instance load before the timer is armed
@@ -54,8 +55,8 @@ def worker_env() -> dict[str, str]:
     return {**os.environ, **WORKER_ENV}
 
 
-def run_in_subprocess(task: dict[str, Any]) -> dict[str, Any]:
-    """Run one task (`Task.to_dict()`) in a fresh interpreter; always returns a record."""
+def run_in_subprocess(task: Task) -> dict[str, Any]:
+    """Run one task (a `Task`) in a fresh interpreter; always returns a record."""
     began = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "memplace.bench.worker"],
@@ -63,7 +64,7 @@ def run_in_subprocess(task: dict[str, Any]) -> dict[str, Any]:
                                 env=worker_env(), start_new_session=True)
         _track(proc.pid, proc)
         try:
-            out, _ = proc.communicate(json.dumps(task).encode("utf-8"), timeout=_wait(task))
+            out, _ = proc.communicate(json.dumps(task.to_dict()).encode("utf-8"), timeout=_wait(task))
             timed_out = False
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
@@ -78,7 +79,7 @@ def run_in_subprocess(task: dict[str, Any]) -> dict[str, Any]:
                     time.perf_counter() - began)
 
 
-def run_forked(task: dict[str, Any]) -> dict[str, Any]:
+def run_forked(task: Task) -> dict[str, Any]:
     """Run one task in a process forked from the warm forkserver; always returns a record."""
     began = time.perf_counter()
     ctx = forkserver_context()
@@ -87,7 +88,7 @@ def run_forked(task: dict[str, Any]) -> dict[str, Any]:
     os.close(fd)
     try:
         proc = ctx.Process(target=_forked_child, args=(task, send, log_path),
-                           name=f"memplace-{task['solver']}")
+                           name=f"memplace-{task.solver}")
         proc.start()
         send.close()
         _track(proc.pid, proc)
@@ -118,7 +119,7 @@ def run_forked(task: dict[str, Any]) -> dict[str, Any]:
     return classify(task, code, timed_out, data, tail, time.perf_counter() - began)
 
 
-def _forked_child(task: dict[str, Any], send, log_path: str) -> None:
+def _forked_child(task: Task, send, log_path: str) -> None:
     from memplace.bench.worker import run
     os.setsid()
     log = os.open(log_path, os.O_WRONLY | os.O_TRUNC)
@@ -150,12 +151,12 @@ def forkserver_context():
     return ctx
 
 
-def classify(task: dict[str, Any], code: int | None, timed_out: bool, output: str, tail: str,
+def classify(task: Task, code: int | None, timed_out: bool, output: str, tail: str,
              wall: float) -> dict[str, Any]:
     """The record of a finished worker: its own, or a failure record saying why not."""
     if timed_out or code == -signal.SIGALRM:
         return failure_record(task, "timeout", f"no result {wall:.1f} s after start (limit "
-                              f"{task['time_limit']:g} s + margin {task['kill_margin']:g} s); "
+                              f"{task.time_limit:g} s + margin {task.kill_margin:g} s); "
                               "worker killed", wall)
     if code is not None and code < 0:
         name = signal.Signals(-code).name
@@ -169,8 +170,8 @@ def classify(task: dict[str, Any], code: int | None, timed_out: bool, output: st
                               + (f"; output: {tail}" if tail else ""), wall)
 
 
-def _wait(task: dict[str, Any]) -> float:
-    return task["time_limit"] + task["kill_margin"] + STARTUP_S
+def _wait(task: Task) -> float:
+    return task.time_limit + task.kill_margin + STARTUP_S
 
 
 def _track(pid: int, proc: Any) -> None:

@@ -30,18 +30,15 @@ Rules, all checked before anything runs (an error names the offending entry):
 - A deterministic solver runs once per instance, with the plan's first seed, even
   if the plan lists several seeds: its result does not depend on the seed. A
   solver counts as deterministic when its registration says so
-  (`SolverInfo.deterministic`, if the interface has it) or, failing that, when it
-  takes no parameters at all (the one-shot compiler heuristics). `one_seed` adds
+  (`SolverInfo.deterministic`). `one_seed` adds
   solvers whose result does not depend on the seed but that take parameters
   (an exact MILP, whose runs differ by timing only).
 """
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import importlib
 import importlib.util
-import json
 import os
 import sys
 import tomllib
@@ -49,13 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memplace.model import Instance
+from memplace.bench.task import DEFAULT_KILL_MARGIN_S, Task
+from memplace.model.core.problem import problem
+from memplace.model.core.search import DEFAULT_PROBLEM
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.reading import is_int, is_number, read_text, shown
 
 PLANS_DIR = Path(__file__).resolve().parent / "plans"
 EXTRA_MODULES_ENV = "MEMPLACE_EXTRA_SOLVER_MODULES"
-DEFAULT_KILL_MARGIN_S = 10.0
 MAX_PLAN_BYTES = 1 << 20  # a plan is a few lines of TOML
 MAX_SECONDS = 1e7  # a time limit or kill margin (about 4 months): finite, and a valid timer
 MAX_SEED = (1 << 63) - 1
@@ -66,41 +64,6 @@ PLAN_KEYS = {"description", "instances", "solvers", "seeds", "time_limit", "kill
 
 class PlanError(MemplaceError):
     """A plan that cannot run: names the plan file and the offending entry."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """One run: a solver with its parameters on one instance with one seed."""
-
-    instance: str  # the instance's name
-    source: str  # what loads it: a built-in name or an absolute file path
-    sha256: str  # fingerprint of the instance (see `instance_sha256`)
-    solver: str
-    params: dict[str, Any]  # every parameter, defaults filled in
-    seed: int
-    time_limit: float
-    kill_margin: float = DEFAULT_KILL_MARGIN_S
-    memory_limit_mb: int | None = None
-    solver_modules: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> tuple:
-        """What makes two runs the same run (resume skips a task whose key is recorded)."""
-        return run_key(self.instance, self.sha256, self.solver, self.params, self.seed,
-                       self.time_limit)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"instance": self.instance, "source": self.source, "sha256": self.sha256,
-                "solver": self.solver, "params": self.params, "seed": self.seed,
-                "time_limit": self.time_limit, "kill_margin": self.kill_margin,
-                "memory_limit_mb": self.memory_limit_mb,
-                "solver_modules": list(self.solver_modules)}
-
-
-def run_key(instance: str, sha256: str, solver: str, params: dict[str, Any], seed: int,
-            time_limit: float) -> tuple:
-    return (instance, sha256, solver, json.dumps(params, sort_keys=True), int(seed),
-            float(time_limit))
 
 
 @dataclass
@@ -228,23 +191,11 @@ def resolve_instances(entries: list[str], base: Path) -> list[str]:
     return out
 
 
-def instance_sha256(inst: Instance) -> str:
-    """sha256 of the canonical instance file (`memplace.instances.dumps`, UTF-8): the
-    bytes of the committed file for a built-in instance, whatever the file's layout
-    for others."""
-    from memplace.instances import dumps
-    return hashlib.sha256(dumps(inst.to_dict()).encode("utf-8")).hexdigest()
-
-
-def load_instance(source: str) -> Instance:
-    from memplace.instances import load
-    return load(source)
-
-
 def fingerprint(source: str) -> tuple[str, str]:
-    """(name, sha256) of an instance source."""
-    inst = load_instance(source)
-    return inst.name, instance_sha256(inst)
+    """(name, fingerprint) of an instance source."""
+    from memplace.instances import load
+    inst = load(source)
+    return inst.name, problem(DEFAULT_PROBLEM).fingerprint(inst)
 
 
 # ---------------------------------------------------------------------- solvers
@@ -269,7 +220,7 @@ def resolve_solvers(entries: list[str]) -> list[str]:
 
 
 def _solver_params(table: Any, solvers: list[str]) -> dict[str, dict[str, Any]]:
-    from memplace.solvers.base import coerce_params, solver_info
+    from memplace.solvers import solver_info
     if not isinstance(table, dict):
         raise PlanError("params must be a table of tables: [params.SOLVER]")
     for name, values in table.items():
@@ -282,15 +233,13 @@ def _solver_params(table: Any, solvers: list[str]) -> dict[str, dict[str, Any]]:
             if not (isinstance(value, (str, bool)) or is_number(value)):
                 raise PlanError(f"[params.{name}] {key}: a value must be a finite number, "
                                 f"true/false or a string, got {shown(value)}")
-    return {name: coerce_params(solver_info(name), table.get(name, {})) for name in solvers}
+    return {name: solver_info(name).check(table.get(name, {})) for name in solvers}
 
 
 def is_deterministic(solver: str) -> bool:
     """Whether a solver's result ignores the seed (see the module docstring)."""
     from memplace.solvers import solver_info
-    info = solver_info(solver)
-    flag = getattr(info, "deterministic", None)
-    return bool(flag) if flag is not None else not info.params
+    return solver_info(solver).deterministic
 
 
 # ---------------------------------------------------------------------- extra solver modules

@@ -2,20 +2,22 @@
 
 A record holds everything needed to re-check it (CompilerGym's habit): the
 instance's source and fingerprint, the placement by level names and the offsets.
-`recheck` loads each instance once, rebuilds the solution and asks the model's
-validator (spec sections 3-5 and the latency claim within relative 1e-9).
+`recheck` loads each instance once, asks the problem to check each stored
+solution (spec sections 3-5 and the latency claim within relative 1e-9).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from memplace.bench.plan import instance_sha256, load_instance
 from memplace.bench.store import is_ok
-from memplace.model import Instance, Solution, validate
+from memplace.instances import load
+from memplace.model import Instance
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.problem import problem
+from memplace.model.core.search import DEFAULT_PROBLEM
+
+PROBLEM = problem(DEFAULT_PROBLEM)
 
 
 @dataclass
@@ -53,11 +55,11 @@ def _instance(record: dict[str, Any], cache: dict) -> Instance | str:
     key = (record["instance_source"], record["instance_sha256"])
     if key not in cache:
         try:
-            inst = load_instance(record["instance_source"])
+            inst = load(record["instance_source"])
         except MemplaceError as exc:
             cache[key] = f"cannot load instance: {exc}"
         else:
-            sha = instance_sha256(inst)
+            sha = PROBLEM.fingerprint(inst)
             cache[key] = inst if sha == record["instance_sha256"] else (
                 f"instance {record['instance_source']} changed since the run "
                 f"(sha256 {sha[:12]}, recorded {record['instance_sha256'][:12]})")
@@ -65,22 +67,9 @@ def _instance(record: dict[str, Any], cache: dict) -> Instance | str:
 
 
 def _problem(inst: Instance, record: dict[str, Any]) -> str | None:
-    data = {"format": "memplace-solution/1", "instance": record["instance"],
-            "placement": record["placement"], "latency": record["latency"],
-            "status": record["status"]}
-    if record["offsets"] is not None:
-        data["offsets"] = record["offsets"]
-    if record["lower_bound"] is not None:
-        data["lower_bound"] = record["lower_bound"]
-    try:
-        solution = Solution.from_dict(data, inst)
-    except MemplaceError as exc:
-        return f"unreadable placement: {exc}"
-    if solution.offsets is None and inst.has_addressed_levels:
-        solution.offsets = np.full(inst.n_tensors, -1, np.int64)
-    report = validate(inst, solution)
-    if report.errors:
-        return "; ".join(report.errors[:3])
+    errors = PROBLEM.check_record(inst, record)
+    if errors:
+        return "; ".join(errors[:3])
     trace = record["trace"]
     if trace and trace[-1][2] != record["latency"]:
         return f"trace ends at {trace[-1][2]!r}, not at the recorded latency {record['latency']!r}"

@@ -5,9 +5,10 @@ Definitions every table and plot shares (per instance):
 
 - best known = the lowest latency of any run; best bound = the highest proven
   lower bound of any run (None if no run proved one);
-- slowest = `memplace.model.slowest_latency` (every tensor in the last level);
-  compiler = the latency of the `compiler` runs, or, if the file has none, of the
-  `compiler` heuristic run here;
+- the references are the problem's baselines (`Problem.baselines`: for static
+  placement `slowest` = the all-slowest placement, `compiler` = the `compiler`
+  heuristic): the best latency of that solver's runs in the file, or, if the file
+  has none, of the solver run here;
 - speedup of a solver = reference latency / the solver's best latency;
 - gap to bound = best latency / best bound - 1; gap to best = latency / best known - 1;
 - time (evaluations) to within eps of the best known, for one run: the first trace
@@ -100,7 +101,10 @@ class Results:
         self.instances = sorted({r["instance"] for r in self.records})
         self.solvers = sorted({r["solver"] for r in self.records})
         self._instance_cache: dict[str, Any] = {}
-        self._compiler: dict[str, float | None] = {}
+        self._baseline: dict[tuple[str, str], float | None] = {}
+        from memplace.model.core.problem import problem
+        from memplace.model.core.search import DEFAULT_PROBLEM
+        self.problem = problem(DEFAULT_PROBLEM)
 
     # ------------------------------------------------------------------ selections
     def runs(self, instance: str | None = None, solver: str | None = None) -> list[dict[str, Any]]:
@@ -126,32 +130,37 @@ class Results:
     def instance(self, name: str):
         """The Instance of a name as recorded (None if it cannot be loaded any more)."""
         if name not in self._instance_cache:
-            from memplace.bench.plan import load_instance
+            from memplace.instances import load
             from memplace.model.core.errors import MemplaceError
             source = self.runs(name)[0]["instance_source"]
             try:
-                self._instance_cache[name] = load_instance(source)
+                self._instance_cache[name] = load(source)
             except MemplaceError:
                 self._instance_cache[name] = None
         return self._instance_cache[name]
 
-    def slowest(self, instance: str) -> float | None:
-        from memplace.model import slowest_latency
-        inst = self.instance(instance)
-        return None if inst is None else slowest_latency(inst)
-
-    def compiler(self, instance: str) -> float | None:
-        if instance not in self._compiler:
-            lats = [r["latency"] for r in self.ok_runs(instance, "compiler")]
+    def baseline(self, instance: str, role: str) -> float | None:
+        """The latency of the problem's baseline solver for `role` on an instance: its
+        best run in the file, else solved here (None if the instance is gone)."""
+        key = (instance, role)
+        if key not in self._baseline:
+            solver = self.problem.baselines[role]
+            lats = [r["latency"] for r in self.ok_runs(instance, solver)]
             if lats:
-                self._compiler[instance] = min(lats)
+                self._baseline[key] = min(lats)
             elif self.instance(instance) is None:
-                self._compiler[instance] = None
+                self._baseline[key] = None
             else:
                 from memplace.solvers import solve
-                self._compiler[instance] = solve(self.instance(instance), "compiler",
-                                                 time_limit=None).latency
-        return self._compiler[instance]
+                self._baseline[key] = solve(self.instance(instance), solver, time_limit=None,
+                                            problem=self.problem).latency
+        return self._baseline[key]
+
+    def slowest(self, instance: str) -> float | None:
+        return self.baseline(instance, "slowest")
+
+    def compiler(self, instance: str) -> float | None:
+        return self.baseline(instance, "compiler")
 
     # ------------------------------------------------------------------ comparisons
     def cell(self, instance: str, solver: str) -> Cell:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from memplace.bench.isolation import kill_running, run_forked, run_in_subprocess
-from memplace.bench.plan import Plan, Task
+from memplace.bench.plan import Plan
+from memplace.bench.task import Task
 from memplace.bench.store import RunStore, is_ok, latest_by_key, record_key
 from memplace.bench.worker import failure_record
 from memplace.model.core.errors import MemplaceError
@@ -22,7 +23,7 @@ Runner = Callable[[dict[str, Any]], dict[str, Any]]
 def local_results(tasks: list[Task], jobs: int, run: Runner = run_forked) -> Iterator[dict[str, Any]]:
     """Records as they finish, `jobs` workers at a time on this machine."""
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="memplace-run") as pool:
-        futures = [pool.submit(run, task.to_dict()) for task in tasks]
+        futures = [pool.submit(run, task) for task in tasks]
         try:
             for future in as_completed(futures):
                 yield future.result()
@@ -50,9 +51,8 @@ def dask_results(tasks: list[Task], address: str, jobs: int,
     else:
         client = Client(address)
     try:
-        dicts = [task.to_dict() for task in tasks]
-        futures = client.map(run, dicts, pure=False)
-        task_of = {future.key: task for future, task in zip(futures, dicts)}
+        futures = client.map(run, tasks, pure=False)
+        task_of = {future.key: task for future, task in zip(futures, tasks)}
         for future in dask_completed(futures):
             try:
                 yield future.result()

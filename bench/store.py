@@ -40,7 +40,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from memplace.bench.plan import run_key
+from memplace.bench.task import run_key
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.reading import decode_utf8, is_int, is_number, parse_json, read_bytes, shown
 

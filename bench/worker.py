@@ -27,6 +27,8 @@ import time
 import traceback
 from typing import Any
 
+from memplace.bench.task import Task
+
 
 def machine() -> dict[str, Any]:
     """Where a run ran: hostname, CPU model, cores, Python version."""
@@ -52,7 +54,7 @@ def version() -> str:
         return "unknown"
 
 
-def failure_record(task: dict[str, Any], status: str, error: str, wall_s: float,
+def failure_record(task: Task, status: str, error: str, wall_s: float,
                    where: dict[str, Any] | None = None) -> dict[str, Any]:
     """A record for a run that produced no result."""
     return base_record(task) | {
@@ -61,25 +63,20 @@ def failure_record(task: dict[str, Any], status: str, error: str, wall_s: float,
         "error": error, "version": version(), "machine": where or machine()}
 
 
-def base_record(task: dict[str, Any]) -> dict[str, Any]:
-    return {"instance": task["instance"], "instance_source": task["source"],
-            "instance_sha256": task["sha256"], "solver": task["solver"],
-            "params": task["params"], "seed": task["seed"], "time_limit": task["time_limit"]}
+def base_record(task: Task) -> dict[str, Any]:
+    return {"instance": task.instance, "instance_source": task.source,
+            "instance_sha256": task.sha256, "solver": task.solver,
+            "params": task.params, "seed": task.seed, "time_limit": task.time_limit}
 
 
-def result_record(task: dict[str, Any], inst, result) -> dict[str, Any]:
-    names = inst.level_names
-    placement = result.placement.tolist()
-    offsets = None
-    if inst.has_addressed_levels and result.offsets is not None:
-        offsets = [int(o) if inst.addressed[l] else None
-                   for o, l in zip(result.offsets.tolist(), placement)]
+def result_record(task: Task, inst, result) -> dict[str, Any]:
+    """The record of a result; the solution's fields are the problem's (`to_record`)."""
     return base_record(task) | {
         "status": result.status, "latency": result.latency,
         "lower_bound": _finite(result.lower_bound), "wall_s": result.wall_s,
         "evaluations": int(result.evaluations),
         "trace": [[float(s), int(e), float(lat)] for s, e, lat in result.trace],
-        "placement": [names[l] for l in placement], "offsets": offsets,
+        **result.problem.to_record(inst, result.solution),
         "notes": _jsonable(result.notes), "error": None, "version": version(),
         "machine": machine()}
 
@@ -95,27 +92,30 @@ def _jsonable(notes: dict[str, Any]) -> dict[str, Any]:
         return {key: str(value) for key, value in notes.items()}
 
 
-def run(task: dict[str, Any]) -> dict[str, Any]:
+def run(task: Task) -> dict[str, Any]:
     """Load the instance, arm the limits, solve; a record whatever happens."""
     began = time.perf_counter()
     try:
-        from memplace.bench.plan import import_solver_modules, instance_sha256, load_instance
+        from memplace.bench.plan import import_solver_modules
+        from memplace.instances import load
+        from memplace.model.core.problem import problem
         from memplace.solvers import solve
-        import_solver_modules(task["solver_modules"])
-        inst = load_instance(task["source"])
-        sha = instance_sha256(inst)
-        if sha != task["sha256"]:
-            return failure_record(task, "error", f"instance {task['source']} changed since the "
-                                  f"plan was read (sha256 {sha[:12]}, expected {task['sha256'][:12]})",
+        import_solver_modules(task.solver_modules)
+        prob = problem(task.problem)
+        inst = load(task.source)
+        sha = prob.fingerprint(inst)
+        if sha != task.sha256:
+            return failure_record(task, "error", f"instance {task.source} changed since the "
+                                  f"plan was read (sha256 {sha[:12]}, expected {task.sha256[:12]})",
                                   time.perf_counter() - began)
-        _load_kernels(task["solver"])
+        _load_kernels(task.solver)
         _arm_limits(task)
-        result = solve(inst, task["solver"], time_limit=task["time_limit"], seed=task["seed"],
-                       **task["params"])
+        result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
+                       problem=prob, **task.params)
         return result_record(task, inst, result)
     except MemoryError:
-        return failure_record(task, "oom", f"out of memory (limit {task['memory_limit_mb']} MB)"
-                              if task["memory_limit_mb"] else "out of memory",
+        return failure_record(task, "oom", f"out of memory (limit {task.memory_limit_mb} MB)"
+                              if task.memory_limit_mb else "out of memory",
                               time.perf_counter() - began)
     except Exception as exc:  # recorded: the batch carries on
         last = traceback.extract_tb(exc.__traceback__)[-1:]
@@ -135,20 +135,20 @@ def _load_kernels(solver: str) -> None:
         warm_solvers([solver])
 
 
-def _arm_limits(task: dict[str, Any]) -> None:
-    if task["memory_limit_mb"]:
+def _arm_limits(task: Task) -> None:
+    if task.memory_limit_mb:
         import resource
-        limit = int(task["memory_limit_mb"]) * 1024 * 1024
+        limit = int(task.memory_limit_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.setitimer(signal.ITIMER_REAL, task["time_limit"] + task["kill_margin"])
+    signal.setitimer(signal.ITIMER_REAL, task.time_limit + task.kill_margin)
 
 
 def main() -> None:
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # solver chatter goes to stderr; stdout carries the record only
     sys.stdout = sys.stderr
-    task = json.loads(sys.stdin.read())
+    task = Task.from_dict(json.loads(sys.stdin.read()))
     record = run(task)
     signal.setitimer(signal.ITIMER_REAL, 0)
     out.write(json.dumps(record, allow_nan=False) + "\n")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -19,6 +18,7 @@ from memplace.instances.hardware import HARDWARE, hardware_preset
 from memplace.instances.synthetic import synthetic_workload
 from memplace.instances.transformer import bert_base, gpt2, vit_b16
 from memplace.model import Instance
+from memplace.model.instance import dumps
 from memplace.model.core.errors import MemplaceError
 
 FORMAT = "memplace-instance/1"
@@ -108,27 +108,6 @@ def build_instance(workload_name: str, hardware_name: str, **params: Any) -> dic
 
 
 # ---------------------------------------------------------------------- files
-def dumps(instance: dict[str, Any]) -> str:
-    """Compact, diff-friendly JSON: one line per op and per tensor, keys in the dict's
-    order, floats written by repr (they round-trip)."""
-    def compact(value: Any) -> str:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-    def obj(d: dict[str, Any], listed: tuple[str, ...]) -> str:
-        parts = []
-        for key, value in d.items():
-            if key in listed:
-                items = ",\n".join(compact(item) for item in value)
-                parts.append(f"{compact(key)}:[\n{items}\n]")
-            elif key == "workload":
-                parts.append(f"{compact(key)}:{obj(value, ('ops', 'tensors'))}")
-            else:
-                parts.append(f"{compact(key)}:{compact(value)}")
-        return "{" + ",\n".join(parts) + "}"
-
-    return obj(instance, ()) + "\n"
-
-
 def regenerate(data_dir: Path = DATA_DIR) -> list[Path]:
     """Rewrite every committed instance file and drop files no longer in the set."""
     data_dir.mkdir(parents=True, exist_ok=True)

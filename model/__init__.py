@@ -5,14 +5,17 @@ from memplace.model.static.cost import (as_placement, capacity_ok, latency, late
                                  load_profile, move_delta, slowest_latency)
 from memplace.model.core.errors import InstanceError, MemplaceError, SolutionError
 from memplace.model.instance import Instance, Level
-from memplace.model.static.rectification import Rectified, first_fit_packer, rectify, rectify_capacity
+from memplace.model.static.rectification import (Rectified, first_fit_packer, rectify, rectify_capacity,
+                                                 repair_latency_batch)
 from memplace.model.static.solution import Solution, Validation, placement_errors, validate
 from memplace.model.warmup import warmup
+from memplace.model.static.problem import STATIC, Placed  # registers the static problem
 
 __all__ = [
     "Instance", "Level", "Solution", "Validation", "Rectified",
     "InstanceError", "MemplaceError", "SolutionError",
     "as_placement", "capacity_ok", "latency", "latency_batch", "load_profile", "move_delta",
-    "slowest_latency", "rectify", "rectify_capacity", "first_fit_packer",
+    "slowest_latency", "rectify", "rectify_capacity", "first_fit_packer", "repair_latency_batch",
+    "STATIC", "Placed",
     "placement_errors", "validate", "warmup",
 ]

@@ -6,11 +6,13 @@ Every rule of the spec is checked when an instance is built; a broken file raise
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import hashlib
+import json
 import operator
+from dataclasses import dataclass
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import networkx as nx
 import numpy as np
@@ -25,13 +27,22 @@ _MISSING = object()  # stands for a key that is absent
 
 @dataclass(frozen=True)
 class Level:
-    """One memory level: fastest first; `capacity` None means unbounded."""
+    """One memory level: fastest first; `capacity` None means unbounded.
+
+    `copy_bandwidth` is the rate of asynchronous copies on the level's channel (spec
+    section 9); None (the default) means the level's `bandwidth`.
+    """
 
     name: str
     capacity: int | None
     bandwidth: float
     addressed: bool = False
     alignment: int = 1
+    copy_bandwidth: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.copy_bandwidth is None:
+            object.__setattr__(self, "copy_bandwidth", self.bandwidth)
 
 
 class Instance:
@@ -48,13 +59,14 @@ class Instance:
       traffic               sum of bytes over a tensor's accesses
       is_weight             1 for weights (live at every step)
       capacity[l]           bytes, UNBOUNDED for a null capacity
-      bandwidth, addressed, alignment   per level
+      bandwidth, addressed, alignment, copy_bandwidth   per level
       rectify_rank[t]       position of t in spec section 6's order (0 moves first)
     """
 
     def __init__(self, data: dict[str, Any]):
         self.data = data
         self._peak: int | None = None
+        self._derived: dict[str, Any] = {}
         _check_top(data)
         workload, hardware = data["workload"], data["hardware"]
         self.name: str = data["name"]
@@ -84,6 +96,19 @@ class Instance:
 
     def to_dict(self) -> dict[str, Any]:
         return self.data
+
+    def derived(self, key: str, build: Callable[["Instance"], Any]) -> Any:
+        """`build(self)`, computed once and kept with the instance under `key`: tables and
+        relaxations other modules derive from an instance live here, not as attributes
+        attached from outside."""
+        if key not in self._derived:
+            self._derived[key] = build(self)
+        return self._derived[key]
+
+    def fingerprint(self) -> str:
+        """sha256 of the canonical instance file (`dumps`, UTF-8): the bytes of the
+        committed file for a built-in instance, whatever the file's layout for others."""
+        return hashlib.sha256(dumps(self.data).encode("utf-8")).hexdigest()
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -151,6 +176,7 @@ class Instance:
         self.bandwidth = np.array([lv.bandwidth for lv in self.levels], np.float64)
         self.capacity = np.array(
             [UNBOUNDED if lv.capacity is None else lv.capacity for lv in self.levels], np.int64)
+        self.copy_bandwidth = np.array([lv.copy_bandwidth for lv in self.levels], np.float64)
         self.addressed = np.array([lv.addressed for lv in self.levels], np.bool_)
         self.alignment = np.array([lv.alignment for lv in self.levels], np.int64)
         self.access_time = np.ascontiguousarray(
@@ -215,6 +241,28 @@ class Instance:
     def __repr__(self) -> str:
         return (f"Instance({self.name!r}, ops={self.n_ops}, tensors={self.n_tensors}, "
                 f"levels={self.level_names})")
+
+
+# ---------------------------------------------------------------------- the file
+def dumps(instance: dict[str, Any]) -> str:
+    """Compact, diff-friendly JSON: one line per op and per tensor, keys in the dict's
+    order, floats written by repr (they round-trip)."""
+    def compact(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    def obj(d: dict[str, Any], listed: tuple[str, ...]) -> str:
+        parts = []
+        for key, value in d.items():
+            if key in listed:
+                items = ",\n".join(compact(item) for item in value)
+                parts.append(f"{compact(key)}:[\n{items}\n]")
+            elif key == "workload":
+                parts.append(f"{compact(key)}:{obj(value, ('ops', 'tensors'))}")
+            else:
+                parts.append(f"{compact(key)}:{compact(value)}")
+        return "{" + ",\n".join(parts) + "}"
+
+    return obj(instance, ()) + "\n"
 
 
 # ---------------------------------------------------------------------- checks
@@ -322,7 +370,10 @@ def _check_levels(hardware: dict[str, Any]) -> list[Level]:
         if not is_int(alignment) or not 1 <= alignment <= MAX_BYTES:
             raise InstanceError(f"{label}: alignment must be an integer in 1..2**53, "
                                 f"got {shown(alignment)}")
-        levels.append(Level(name, cap, float(bw), addressed, alignment))
+        copy_bw = lv.get("copy_bandwidth", bw)
+        if not is_number(copy_bw) or copy_bw <= 0:
+            raise InstanceError(f"{label}: copy_bandwidth must be a number > 0, got {shown(copy_bw)}")
+        levels.append(Level(name, cap, float(bw), addressed, alignment, float(copy_bw)))
     return levels
 
 

@@ -1,7 +1,9 @@
 """Solvers behind one interface: `solve(instance, solver=..., time_limit=..., seed=..., **params)`.
 
-Every module in this package that registers a solver (`@register` in `base.py`) is
-imported on first use of the registry, so a new solver is one new module.
+The interface itself (registration, parameter specs, the search context, `solve()`)
+is the problem-neutral core, `memplace.model.core`; this package holds the solvers,
+one subpackage per problem. Every module here that registers a solver is imported
+on first use of the registry, so a new solver is one new module.
 """
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import memplace.model.core.numba_cache  # noqa: F401  first: Numba's cache folde
 import importlib
 import pkgutil
 
-from memplace.solvers.base import (ParameterError, Result, SearchContext, SolverInfo,
-                                   register, registry, solve, solver_info)
+from memplace.model.core.errors import ParameterError
+from memplace.model.core.params import Param
+from memplace.model.core.search import (Result, SearchContext, SolverInfo, add_solver_loader,
+                                        register, registry, solve, solver_info, solvers_of)
 
-__all__ = ["ParameterError", "Result", "SearchContext", "SolverInfo", "register",
-           "registry", "solve", "solver_info", "load_solver_modules"]
+__all__ = ["Param", "ParameterError", "Result", "SearchContext", "SolverInfo", "register",
+           "registry", "solve", "solver_info", "solvers_of", "load_solver_modules"]
 
 _loaded = False
 
@@ -23,7 +27,10 @@ def load_solver_modules() -> None:
     global _loaded
     if _loaded:
         return
+    _loaded = True
     for module in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
         if not module.name.rsplit(".", 1)[-1].startswith("_"):
             importlib.import_module(module.name)
-    _loaded = True
+
+
+add_solver_loader(load_solver_modules)

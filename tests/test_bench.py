@@ -14,14 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 from memplace.bench.cli import main
-from memplace.bench.plan import (EXTRA_MODULES_ENV, PlanError, import_solver_modules, instance_sha256,
+from memplace.bench.plan import (EXTRA_MODULES_ENV, PlanError, import_solver_modules,
                                  load_plan)
 from memplace.bench.results import Results
 from memplace.bench.store import FIELDS, RunsFileError, read_runs, record_key
 from memplace.instances import builtin_path
 from memplace.model import Instance
-from memplace.solvers import registry, solve
-from memplace.solvers.base import _REGISTRY
+from memplace.solvers import registry, solve, solvers_of
 from randominst import random_instance_dict
 
 HELPERS = Path(__file__).resolve().with_name("bench_solvers.py")
@@ -34,8 +33,8 @@ def test_solvers():
     builtin = set(registry())  # loads the built-in solver modules first
     import_solver_modules([str(HELPERS)])
     yield
-    for name in set(_REGISTRY) - builtin:
-        del _REGISTRY[name]
+    for name in set(registry()) - builtin:
+        solvers_of().remove(name)
     for name, module in list(sys.modules.items()):
         if getattr(module, "__file__", None) and Path(module.__file__).resolve() == HELPERS:
             del sys.modules[name]
@@ -114,7 +113,7 @@ def test_plan_runs_end_to_end_with_deterministic_solvers_once(batch):
         if record["solver"] == "test-steps":  # one Numba thread per worker
             assert record["notes"] == {"numba_threads": 1}
         inst = Instance.from_file(record["instance_source"])
-        assert record["instance_sha256"] == instance_sha256(inst)
+        assert record["instance_sha256"] == inst.fingerprint()
         assert len(record["placement"]) == inst.n_tensors
         assert set(record["placement"]) <= set(inst.level_names)
         assert (record["offsets"] is not None) == inst.has_addressed_levels
@@ -322,4 +321,4 @@ def test_instance_patterns_expand_over_builtin_names_in_order_without_repeats(tm
 
 def test_builtin_instance_fingerprint_is_the_sha256_of_its_committed_file():
     path = builtin_path("vgg16@nnpi")
-    assert instance_sha256(Instance.from_file(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert Instance.from_file(path).fingerprint() == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -13,7 +13,7 @@ from memplace.solvers import solve
 from memplace.solvers.static import boltzmann
 from memplace.solvers.static.ga import (BatchEvaluator, build_toolbox, make_individual, mut_swap,
                                  repair_latency_batch)
-from memplace.solvers.base import SearchContext
+from memplace.solvers import SearchContext
 from randominst import random_instance_dict
 
 BUDGETS = {  # fixed generation budgets, no time limit: the result depends on the seed only

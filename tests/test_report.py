@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memplace.bench.cli import main
-from memplace.bench.plan import instance_sha256
 from memplace.bench.report_plots import best_so_far, profile_ratios
 from memplace.bench.results import Results, reach, shifted_geomean
 from memplace.bench.store import FIELDS
@@ -28,7 +27,7 @@ def record(inst: Instance, path, solver: str, seed: int, latency: float | None, 
            placement, lower_bound=None, status="feasible") -> dict:
     ok = status in ("optimal", "feasible")
     out = {"instance": inst.name, "instance_source": str(path),
-           "instance_sha256": instance_sha256(inst), "solver": solver, "params": {},
+           "instance_sha256": inst.fingerprint(), "solver": solver, "params": {},
            "seed": seed, "time_limit": TIME_LIMIT, "status": status,
            "latency": latency if ok else None, "lower_bound": lower_bound,
            "wall_s": 1.0, "evaluations": trace[-1][1] if ok else None,

@@ -10,7 +10,7 @@ import pytest
 from memplace.model import Instance, latency, placement_errors
 from memplace.model.warmup import tiny_instance_dict
 from memplace.solvers import ParameterError, registry, solve
-from memplace.solvers.base import _REGISTRY, register
+from memplace.solvers import register, solvers_of
 from memplace.solvers.static.heuristics import greedy_fill, heuristic_placements, order_xla, xla_score
 from randominst import random_instance_dict
 
@@ -105,8 +105,8 @@ def misbehaving_solvers():
     register("test-sleeper", "test only: offers the slowest placement, then ignores its limit")(_sleeper)
     register("test-invalid", "test only: offers an over-capacity placement")(_invalid)
     yield
-    _REGISTRY.pop("test-sleeper")
-    _REGISTRY.pop("test-invalid")
+    solvers_of().remove("test-sleeper")
+    solvers_of().remove("test-invalid")
 
 
 def test_hard_time_limit_returns_the_incumbent_when_a_solver_ignores_it():

@@ -6,13 +6,8 @@ import sys
 import click
 
 from memplace.bench.cli.values import count
+from memplace.instances import load as load_instance
 from memplace.model import Solution, validate, warmup
-
-
-def load_instance(arg: str):
-    """INSTANCE arguments: a built-in name such as `resnet50@nnpi` or a path to a file."""
-    from memplace.instances import load
-    return load(arg)
 
 
 def _validate(instance: str, solution: str):

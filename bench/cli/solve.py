@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import click
 
-from memplace.bench.cli.model import load_instance
 from memplace.bench.cli.values import SECONDS, SEED
+from memplace.instances import load as load_instance
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.search import DEFAULT_PROBLEM
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
-    """KEY=VALUE strings to a dict (values converted later, by the solver's defaults)."""
+    """KEY=VALUE strings to a dict (values converted and checked by the solver's specs)."""
     params = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -25,16 +26,19 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="seconds, a hard limit")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="solver parameter (repeatable)")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write a memplace-solution/1 file")
+@click.option("--problem", "problem_name", default=DEFAULT_PROBLEM, show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the problem's solution file")
 def solve_command(instance: str, solver_name: str, time_limit: float, seed: int,
-                  params: tuple[str, ...], output: str | None) -> None:
+                  params: tuple[str, ...], problem_name: str, output: str | None) -> None:
     """Place INSTANCE's tensors with one solver; print latency, speedups, bound and gap."""
-    from memplace.model import slowest_latency
-    from memplace.solvers import solve
+    from memplace.model.core.problem import problem
+    from memplace.solvers import solve, solver_info
+    prob = problem(problem_name)
+    checked = solver_info(solver_name, prob.name).check(parse_params(params))  # before loading
     inst = load_instance(instance)
-    result = solve(inst, solver_name, time_limit=time_limit, seed=seed, **parse_params(params))
-    slowest = slowest_latency(inst)
-    compiler = solve(inst, "compiler", time_limit=None).latency
+    result = solve(inst, solver_name, time_limit=time_limit, seed=seed, problem=prob, **checked)
+    slowest, compiler = (solve(inst, prob.baselines[role], time_limit=None, problem=prob).latency
+                         for role in ("slowest", "compiler"))
     click.echo(f"{inst.name}  solver={result.solver}  status={result.status}  "
                f"wall={result.wall_s:.3f} s  evaluations={result.evaluations}")
     click.echo(f"latency            {result.latency * 1e6:.3f} us")
@@ -56,12 +60,16 @@ def solvers_group() -> None:
 
 @solvers_group.command("list")
 def solvers_list() -> None:
-    """Names, one-line descriptions and parameters with defaults."""
+    """Names, one-line descriptions and parameters: default, type and range, doc."""
+    from memplace.model.core.problem import PROBLEMS
     from memplace.solvers import registry
-    for info in registry().values():
-        click.echo(f"{info.name:<16} {info.description}")
-        for key, default in info.params.items():
-            click.echo(f"{'':<18}--param {key}={default}")
+    for prob in PROBLEMS.names():
+        for info in registry(prob).values():
+            where = "" if prob == DEFAULT_PROBLEM else f"[{prob}] "
+            click.echo(f"{info.name:<16} {where}{info.description}")
+            for key, spec in info.params.items():
+                default = "none" if spec.default is None else spec.default
+                click.echo(f"{'':<18}--param {key}={default}  ({spec.describe()}) {spec.doc}".rstrip())
 
 
 COMMANDS = [solve_command, solvers_group]

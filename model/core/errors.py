@@ -12,3 +12,7 @@ class InstanceError(MemplaceError):
 
 class SolutionError(MemplaceError):
     """A solution file is malformed or does not belong to its instance."""
+
+
+class ParameterError(MemplaceError):
+    """An unknown name (solver, packer, problem, parameter) or a value out of range."""

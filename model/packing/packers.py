@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.registry import Registry
 from memplace.model.packing import exact as pack_exact
 from memplace.model.packing.heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
 
@@ -99,17 +100,8 @@ def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
 
 Packer = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, "float | None"],
                   tuple[str, np.ndarray, int]]
-PACKERS: dict[str, Packer] = {}
-
-
-def register(name: str) -> Callable[[Packer], Packer]:
-    """Add a packer to PACKERS under `name`; a second packer with the same name is an error."""
-    def add(fn: Packer) -> Packer:
-        if name in PACKERS:
-            raise ValueError(f"packer {name!r} is already registered")
-        PACKERS[name] = fn
-        return fn
-    return add
+PACKERS: Registry[Packer] = Registry("packing method")
+register = PACKERS.decorator
 
 
 def _heuristic_packer(which: int) -> Packer:
@@ -187,8 +179,7 @@ def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
     `workers` sets the threads of the exact search (default one); with more than
     one, which of several valid packings comes back may vary from run to run.
     """
-    if method not in PACKERS:
-        raise MemplaceError(f"unknown packing method {method!r}; known: {', '.join(PACKERS)}")
+    packer = PACKERS.get(method)  # raises, naming the method and the known ones
     if time_limit is not None and time_limit <= 0:
         raise MemplaceError(f"time limit {time_limit} must be positive")
     _check_capacity(capacity)
@@ -198,8 +189,7 @@ def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
         return PackResult(np.zeros(0, np.int64), "packed", 0, method, 0.0, 0)
     sizes, lowers, uppers, aligns = _arrays(buffers)
     with pack_exact.search_workers(workers):
-        status, offsets, nodes = PACKERS[method](sizes, lowers, uppers, aligns, int(capacity),
-                                                 time_limit)
+        status, offsets, nodes = packer(sizes, lowers, uppers, aligns, int(capacity), time_limit)
     return PackResult(offsets, status, _height(sizes, offsets), method,
                       time.perf_counter() - start, nodes)
 
@@ -331,28 +321,3 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
             break  # out of time one unit under the best
     wall = time.perf_counter() - start
     return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower
-
-
-def placement_packer(exact_budget_s: float = 5.0):
-    """A packer for addressed levels in `memplace.model.rectify` (its `Packer` signature:
-    inclusive live ranges, priority = higher keeps its place): the best compiler
-    heuristic, then the exact search (sharing `exact_budget_s` seconds over all calls,
-    at most 2 s a call), then first-fit in rectify's priority, whose unplaced tensors
-    tell rectify what to move down."""
-    from memplace.model.static.rectification import first_fit_packer
-    best, exact = PACKERS["best-heuristic"], PACKERS["exact"]
-    left = [exact_budget_s]
-
-    def pack(size, start, end, alignment, capacity, priority):
-        aligns = np.full(size.size, alignment, np.int64)
-        status, offsets, _ = best(size, start, end + 1, aligns, capacity, None)
-        if status == "packed":
-            return offsets
-        if left[0] > 0.05:
-            began = time.perf_counter()
-            status, offsets, _ = exact(size, start, end + 1, aligns, capacity, min(left[0], 2.0))
-            left[0] -= time.perf_counter() - began
-            if status == "packed":
-                return offsets
-        return first_fit_packer(size, start, end, alignment, capacity, priority)
-    return pack

@@ -22,6 +22,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from numba import njit
+
 from memplace.model.static import kernels
 from memplace.model.static.cost import as_placement
 from memplace.model.core.errors import InstanceError
@@ -41,13 +43,15 @@ class RectifyTables(NamedTuple):
     weights_by_rank: np.ndarray
     step_ptr: np.ndarray
     step_tensor: np.ndarray
+    by_rank_desc: np.ndarray  # every tensor, highest rank (kept first) first
 
 
 def rectify_tables(instance: Instance) -> RectifyTables:
-    """The tables the rectify kernel reads, built once per instance."""
-    cached = getattr(instance, "_rectify_tables", None)
-    if cached is not None:
-        return cached
+    """The tables the rectify kernels read, built once per instance."""
+    return instance.derived("rectify_tables", _build_tables)
+
+
+def _build_tables(instance: Instance) -> RectifyTables:
     rank = instance.rectify_rank
     weights = np.flatnonzero(instance.is_weight == 1)
     weights_by_rank = weights[np.argsort(rank[weights], kind="stable")].astype(np.int64)
@@ -61,9 +65,8 @@ def rectify_tables(instance: Instance) -> RectifyTables:
     step_tensor = tensor_rep[order].astype(np.int64)
     step_ptr = np.zeros(instance.n_ops + 1, np.int64)
     np.cumsum(np.bincount(steps, minlength=instance.n_ops), out=step_ptr[1:])
-    tables = RectifyTables(weights_by_rank, step_ptr, step_tensor)
-    instance._rectify_tables = tables
-    return tables
+    by_rank_desc = np.argsort(-rank, kind="stable").astype(np.int64)
+    return RectifyTables(weights_by_rank, step_ptr, step_tensor, by_rank_desc)
 
 
 def first_fit_packer(size: np.ndarray, start: np.ndarray, end: np.ndarray, alignment: int,
@@ -125,3 +128,63 @@ def _pack_level(i: Instance, place: np.ndarray, load: np.ndarray, offsets: np.nd
             load[l, i.start[t]:i.end[t] + 1] -= i.size[t]
             load[l + 1, i.start[t]:i.end[t] + 1] += i.size[t]
         members = np.setdiff1d(members, evict, assume_unique=True)
+
+
+@njit(cache=True, nogil=True)
+def repair_latency_batch_kernel(population, compute, op_ptr, op_tensor, access_time, size,
+                                start, end, capacity, addressed, alignment, weights_by_rank,
+                                step_ptr, step_tensor, rank, by_rank_desc, out):
+    """For every row of `population` (int64[P, T], changed in place): the canonical
+    rectify (capacity loop level by level; on an addressed level, first-fit offsets
+    by decreasing rank and the tensors left without one moved a level down), then
+    the latency into `out[p]` (inf if an addressed last level cannot take a tensor)."""
+    n_pop, n_tensors = population.shape
+    n_levels = capacity.shape[0]
+    n_ops = compute.shape[0]
+    offsets = np.empty(n_tensors, np.int64)
+    order = np.empty(n_tensors, np.int64)
+    for p in range(n_pop):
+        place = population[p]
+        load = kernels.load_kernel(place, size, start, end, n_levels, n_ops)
+        feasible = True
+        for l in range(n_levels):
+            if l < n_levels - 1:
+                kernels.rectify_level_kernel(place, load, l, capacity, size, start, end,
+                                             weights_by_rank, step_ptr, step_tensor, rank)
+            if addressed[l]:
+                m = 0
+                for i in range(n_tensors):
+                    t = by_rank_desc[i]
+                    if place[t] == l:
+                        order[m] = t
+                        offsets[t] = -1
+                        m += 1
+                kernels.first_fit_offsets_kernel(order[:m], size, start, end, alignment[l],
+                                                 capacity[l], offsets)
+                for i in range(m):
+                    t = order[i]
+                    if offsets[t] < 0:
+                        if l == n_levels - 1:
+                            feasible = False
+                        else:
+                            place[t] = l + 1
+                            for k in range(start[t], end[t] + 1):
+                                load[l, k] -= size[t]
+                                load[l + 1, k] += size[t]
+        if feasible:
+            out[p] = kernels.latency_kernel(place, compute, op_ptr, op_tensor, access_time)
+        else:
+            out[p] = np.inf
+    return out
+
+
+def repair_latency_batch(inst: Instance, population: np.ndarray) -> np.ndarray:
+    """Rectify every row of an int64[P, T] placement array in place; return the latencies."""
+    i = inst
+    tables = rectify_tables(i)
+    out = np.empty(population.shape[0], np.float64)
+    return repair_latency_batch_kernel(population, i.compute, i.op_ptr, i.op_tensor,
+                                       i.access_time, i.size, i.start, i.end, i.capacity,
+                                       i.addressed, i.alignment, tables.weights_by_rank,
+                                       tables.step_ptr, tables.step_tensor, i.rectify_rank,
+                                       tables.by_rank_desc, out)

@@ -42,7 +42,7 @@ What is exact and what is approximate:
     its placement (or, if no label survived, the heuristic) is reported optimal
     with its latency as the bound.
   * Addressed levels: offsets are not modelled (capacity only); the result is
-    packed (`milp.placement_packer`) and tensors that cannot be packed move down
+    packed (`ctx.packer`) and tensors that cannot be packed move down
     canonically, so it is never claimed optimal there.
 """
 from __future__ import annotations
@@ -54,7 +54,8 @@ import numpy as np
 from numba import njit
 
 from memplace.model import Instance, latency
-from memplace.solvers.base import SearchContext, check_range, register
+from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.static.placements import best_start, offer_valid
 
 
 @njit(cache=True, nogil=True)
@@ -245,15 +246,13 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
 
 
 @register("dp", "dynamic programming over the schedule (Pareto labels per tracked-level key); "
-          "exact on chains at one-byte buckets", params={"buckets": 1024, "max_keys": 64,
-                                                        "max_labels": 256})
+          "exact on chains at one-byte buckets", params={
+              "buckets": Param(1024, int, 1, doc="capacity units per level (bytes rounded up to them)"),
+              "max_keys": Param(64, int, 1, doc="beam: keys kept per step"),
+              "max_labels": Param(256, int, 1, doc="Pareto labels kept per key")})
 def solve_dp(ctx: SearchContext, buckets: int, max_keys: int, max_labels: int) -> None:
-    check_range("dp", "buckets", buckets, 1)
-    check_range("dp", "max_keys", max_keys, 1)
-    check_range("dp", "max_labels", max_labels, 1)
-    from memplace.solvers.static.milp import offer_valid, placement_packer, warm_start_with_offsets
     inst = ctx.instance
-    warm, warm_offsets = warm_start_with_offsets(inst)
+    warm, warm_offsets = best_start(inst)
     ctx.count(1)
     ctx.offer(warm, offsets=warm_offsets)  # the bound the DP prunes against
     place, facts = dp_placement(inst, buckets, max_keys, max_labels, ctx.should_stop,
@@ -268,7 +267,7 @@ def solve_dp(ctx: SearchContext, buckets: int, max_keys: int, max_labels: int) -
             ctx.proven_optimal = True
         return
     ctx.count(1)
-    offered = offer_valid(ctx, place, placement_packer(ctx))
+    offered = offer_valid(ctx, place, packer=ctx.packer)
     if exact and offered.tolist() == place.tolist():
         lat = latency(inst, offered)
         if math.isclose(lat, ctx.best_latency, rel_tol=0.0, abs_tol=0.0):

@@ -25,14 +25,21 @@ from typing import Callable
 
 import numpy as np
 
-from memplace.model import Instance
+from memplace.model import repair_latency_batch
+from memplace.solvers import Param, ParameterError, SearchContext, solve
+from memplace.solvers import register
 from memplace.solvers.static import boltzmann
-from memplace.solvers.base import (ParameterError, SearchContext, check_range, register,
-                                   registry)
-from memplace.solvers.static.ga import offer_valid, repair_latency_batch
+from memplace.solvers.static.heuristics import randomized_greedy
+from memplace.solvers.static.lp_relaxation import lp_round
+from memplace.solvers.static.placements import heuristic_starts, offer_valid
 
-EGRL_DEFAULTS = {"population": 40, "generations": None, "elite": 0.1, "tournament": 3,
-                 "cxpb": 0.3, "mutpb": 0.85}
+EGRL_DEFAULTS = {
+    "population": Param(40, int, 2, doc="chromosomes"),
+    "generations": Param(None, int, 0, doc="budget (none: until the time limit)"),
+    "elite": Param(0.1, float, 0.0, 1.0, doc="share kept unchanged"),
+    "tournament": Param(3, int, 1, doc="tournament size"),
+    "cxpb": Param(0.3, float, 0.0, 1.0, doc="crossover probability of a pair"),
+    "mutpb": Param(0.85, float, 0.0, 1.0, doc="mutation probability of a chromosome")}
 Policy = Callable[[np.random.Generator], np.ndarray]
 
 
@@ -74,53 +81,34 @@ def policy_seeds(ctx: SearchContext, lp_samples: int, greedy_samples: int, noise
                  dp_share: float) -> list[np.ndarray]:
     """Placements of the cheap policies for the first population: every compiler
     heuristic, the DP's placement, LP roundings and randomised greedy fills."""
-    from memplace.solvers.static.heuristics import heuristic_placements, randomized_greedy
     inst, rng = ctx.instance, ctx.rng
-    seeds = list(heuristic_placements(inst).values())
+    seeds = heuristic_starts(inst)
     dp = run_registered(ctx, "dp", dp_share)
     if dp is not None:
         seeds.append(dp)
-    lp = lp_rounding()
-    if lp is not None and lp_samples:  # the largest-fraction rounding, then random ones
-        seeds += [lp(inst, None)] + [lp(inst, rng) for _ in range(lp_samples - 1)]
+    if lp_samples:  # the largest-fraction rounding, then random ones
+        seeds += [lp_round(inst, None)] + [lp_round(inst, rng) for _ in range(lp_samples - 1)]
     seeds += [randomized_greedy(inst, rng, noise) for _ in range(greedy_samples)]
     return seeds
 
 
 def stochastic_policies(ctx: SearchContext, noise: float) -> list[Policy]:
-    """The policies sampled afresh every generation: randomised greedy, and LP
-    rounding when it is available."""
-    from memplace.solvers.static.heuristics import randomized_greedy
+    """The policies sampled afresh every generation: randomised greedy and LP rounding."""
     inst = ctx.instance
-    policies: list[Policy] = [lambda rng: randomized_greedy(inst, rng, noise)]
-    lp = lp_rounding()
-    if lp is not None:
-        policies.append(lambda rng: lp(inst, rng))
-    return policies
-
-
-def lp_rounding() -> Callable[[Instance, np.random.Generator], np.ndarray] | None:
-    """`lp_relaxation.lp_round` (None while that module does not exist: documented
-    degradation, hybrid then runs on the heuristics and greedy fills alone)."""
-    try:
-        from memplace.solvers.static.lp_relaxation import lp_round
-    except ImportError:
-        return None
-    return lp_round
+    return [lambda rng: randomized_greedy(inst, rng, noise), lambda rng: lp_round(inst, rng)]
 
 
 def run_registered(ctx: SearchContext, name: str, share: float) -> np.ndarray | None:
-    """The best placement of another registered solver, run in a child context with
-    `share` of the remaining time; its evaluations are counted here. None if no
-    solver of that name is registered or it found nothing."""
-    info = registry().get(name)
-    if info is None or share <= 0:
+    """The placement of another registered solver run through `solve()` (its limit and
+    validation) with `share` of the remaining time; its evaluations are counted here.
+    None if `share` is 0 or it found nothing."""
+    if share <= 0:
         return None
     limit = None if ctx.time_limit is None else max(0.05, share * ctx.remaining())
-    child = SearchContext(ctx.instance, limit, int(ctx.rng.integers(2**31)), packer=ctx.packer)
-    info.fn(child, **info.params)
+    child = solve(ctx.instance, name, time_limit=limit, seed=int(ctx.rng.integers(2**31)),
+                  packer=ctx.packer, problem=ctx.problem)
     ctx.count(child.evaluations)
-    return child.best_placement
+    return None if child.notes.get("no_incumbent") else child.placement
 
 
 # ---------------------------------------------------------------------- the solvers
@@ -160,30 +148,29 @@ def run_ea(ctx: SearchContext, population: int, generations: int | None, elite: 
     return gen
 
 
-def _check(name: str, population: int, generations: int | None, elite: float, tournament: int,
-           cxpb: float, mutpb: float, ctx: SearchContext) -> None:
-    check_range(name, "population", population, 2)
-    check_range(name, "generations", generations, 0)
-    check_range(name, "elite", elite, 0.0, 1.0)
-    check_range(name, "tournament", tournament, 1)
-    check_range(name, "cxpb", cxpb, 0.0, 1.0)
-    check_range(name, "mutpb", mutpb, 0.0, 1.0)
+def _need_budget(name: str, generations: int | None, ctx: SearchContext) -> None:
     if generations is None and ctx.time_limit is None:
         raise ParameterError(f"solver {name!r}: parameter 'generations' is needed without a time limit")
 
 
 @register("egrl-ea", "EGRL's evolutionary half alone: Boltzmann chromosomes from random priors",
-          params=dict(EGRL_DEFAULTS))
+          params=EGRL_DEFAULTS)
 def solve_egrl_ea(ctx: SearchContext, population: int, generations: int | None, elite: float,
                   tournament: int, cxpb: float, mutpb: float) -> None:
     """EGRL's EA baseline; `generations` is the budget (None: until the time limit)."""
-    _check("egrl-ea", population, generations, elite, tournament, cxpb, mutpb, ctx)
+    _need_budget("egrl-ea", generations, ctx)
     ctx.notes["generations"] = run_ea(ctx, population, generations, elite, tournament, cxpb, mutpb)
 
 
 @register("hybrid", "EGRL's EA guided by fast stateless policies (heuristics, greedy, LP rounding, DP)",
-          params={**EGRL_DEFAULTS, "inject": 4, "noise": 0.3, "lp_samples": 4,
-                  "greedy_samples": 8, "seed_temperature": 0.15, "dp_share": 0.1})
+          params={**EGRL_DEFAULTS,
+                  "inject": Param(4, int, 0, "population", doc="policy samples per generation"),
+                  "noise": Param(0.3, float, 0.0, doc="sigma of the greedy fills' score noise"),
+                  "lp_samples": Param(4, int, 0, doc="LP roundings in the first population"),
+                  "greedy_samples": Param(8, int, 0, doc="greedy fills in the first population"),
+                  "seed_temperature": Param(0.15, float, boltzmann.T_MIN, boltzmann.T_MAX,
+                                            doc="temperature of a seeded chromosome"),
+                  "dp_share": Param(0.1, float, 0.0, 1.0, doc="share of the time the DP seed may take")})
 def solve_hybrid(ctx: SearchContext, population: int, generations: int | None, elite: float,
                  tournament: int, cxpb: float, mutpb: float, inject: int, noise: float,
                  lp_samples: int, greedy_samples: int, seed_temperature: float,
@@ -191,18 +178,12 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int | None, e
     """The EA seeded by the policies' placements and receiving `inject` fresh policy
     samples per generation (replacing the weakest chromosomes). `dp_share` is the
     share of the time limit the DP seed may take (0: no DP)."""
-    _check("hybrid", population, generations, elite, tournament, cxpb, mutpb, ctx)
-    check_range("hybrid", "inject", inject, 0, population)
-    check_range("hybrid", "noise", noise, 0.0)
-    check_range("hybrid", "lp_samples", lp_samples, 0)
-    check_range("hybrid", "greedy_samples", greedy_samples, 0)
-    check_range("hybrid", "seed_temperature", seed_temperature, boltzmann.T_MIN, boltzmann.T_MAX)
-    check_range("hybrid", "dp_share", dp_share, 0.0, 1.0)
+    _need_budget("hybrid", generations, ctx)
     started = time.perf_counter()
     seeds = policy_seeds(ctx, lp_samples, greedy_samples, noise, dp_share)
     ctx.notes["seeds"] = len(seeds)
     ctx.notes["seed_s"] = round(time.perf_counter() - started, 3)
-    ctx.notes["lp_rounding"] = lp_rounding() is not None
+    ctx.notes["lp_rounding"] = True
     policies = stochastic_policies(ctx, noise)
     ctx.notes["generations"] = run_ea(ctx, population, generations, elite, tournament, cxpb,
                                       mutpb, seeds, policies, inject, seed_temperature)

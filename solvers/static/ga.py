@@ -27,17 +27,14 @@ in 65 genes, trading LLC weights of 3x3 convolutions for those of 1x1 ones).
 from __future__ import annotations
 
 import array
-import math
 from typing import Callable, Sequence
 
 import numpy as np
 from deap import base, creator, tools
-from numba import njit
 
-from memplace.model import Instance, rectify
-from memplace.model.static import kernels
-from memplace.model.static.rectification import rectify_tables
-from memplace.solvers.base import ParameterError, SearchContext, check_range, register
+from memplace.model import repair_latency_batch
+from memplace.solvers import Param, ParameterError, SearchContext, register
+from memplace.solvers.static.placements import heuristic_starts, offer_valid
 
 # DEAP's creator classes live in its module namespace: made once, whoever imports first.
 if not hasattr(creator, "LatencyFitness"):
@@ -45,81 +42,6 @@ if not hasattr(creator, "LatencyFitness"):
 if not hasattr(creator, "PlacementIndividual"):
     creator.create("PlacementIndividual", array.array, typecode="b",
                    fitness=creator.LatencyFitness)
-
-
-# ---------------------------------------------------------------------- batch repair + latency
-@njit(cache=True, nogil=True)
-def repair_latency_batch_kernel(population, compute, op_ptr, op_tensor, access_time, size,
-                                start, end, capacity, addressed, alignment, weights_by_rank,
-                                step_ptr, step_tensor, rank, by_rank_desc, out):
-    """For every row of `population` (int64[P, T], changed in place): the canonical
-    rectify (capacity loop level by level; on an addressed level, first-fit offsets
-    by decreasing rank and the tensors left without one moved a level down), then
-    the latency into `out[p]` (inf if an addressed last level cannot take a tensor)."""
-    n_pop, n_tensors = population.shape
-    n_levels = capacity.shape[0]
-    n_ops = compute.shape[0]
-    offsets = np.empty(n_tensors, np.int64)
-    order = np.empty(n_tensors, np.int64)
-    for p in range(n_pop):
-        place = population[p]
-        load = kernels.load_kernel(place, size, start, end, n_levels, n_ops)
-        feasible = True
-        for l in range(n_levels):
-            if l < n_levels - 1:
-                kernels.rectify_level_kernel(place, load, l, capacity, size, start, end,
-                                             weights_by_rank, step_ptr, step_tensor, rank)
-            if addressed[l]:
-                m = 0
-                for i in range(n_tensors):
-                    t = by_rank_desc[i]
-                    if place[t] == l:
-                        order[m] = t
-                        offsets[t] = -1
-                        m += 1
-                kernels.first_fit_offsets_kernel(order[:m], size, start, end, alignment[l],
-                                                 capacity[l], offsets)
-                for i in range(m):
-                    t = order[i]
-                    if offsets[t] < 0:
-                        if l == n_levels - 1:
-                            feasible = False
-                        else:
-                            place[t] = l + 1
-                            for k in range(start[t], end[t] + 1):
-                                load[l, k] -= size[t]
-                                load[l + 1, k] += size[t]
-        if feasible:
-            out[p] = kernels.latency_kernel(place, compute, op_ptr, op_tensor, access_time)
-        else:
-            out[p] = np.inf
-    return out
-
-
-def repair_latency_batch(inst: Instance, population: np.ndarray) -> np.ndarray:
-    """Rectify every row of an int64[P, T] placement array in place; return the latencies."""
-    i = inst
-    tables = rectify_tables(i)
-    by_rank_desc = getattr(i, "_by_rank_desc", None)
-    if by_rank_desc is None:
-        by_rank_desc = np.argsort(-i.rectify_rank, kind="stable").astype(np.int64)
-        i._by_rank_desc = by_rank_desc
-    out = np.empty(population.shape[0], np.float64)
-    return repair_latency_batch_kernel(population, i.compute, i.op_ptr, i.op_tensor,
-                                       i.access_time, i.size, i.start, i.end, i.capacity,
-                                       i.addressed, i.alignment, tables.weights_by_rank,
-                                       tables.step_ptr, tables.step_tensor, i.rectify_rank,
-                                       by_rank_desc, out)
-
-
-def offer_valid(ctx: SearchContext, placement: np.ndarray, latency_s: float) -> bool:
-    """Offer a rectified placement (with canonical offsets on addressed levels)."""
-    if not math.isfinite(latency_s) or latency_s >= ctx.best_latency:
-        return False
-    offsets = None
-    if ctx.instance.has_addressed_levels:
-        offsets = rectify(ctx.instance, placement).offsets  # already rectified: same placement
-    return ctx.offer(placement, latency_s, offsets)
 
 
 # ---------------------------------------------------------------------- DEAP pieces
@@ -239,19 +161,18 @@ def evaluate_invalid(tb: base.Toolbox, individuals: list) -> None:
         ind.fitness.values = fit
 
 
-def heuristic_seeds(inst: Instance, rng: np.random.Generator, greedy: int,
-                    noise: float = 0.3) -> list[np.ndarray]:
-    """Placements of the compiler heuristics and `greedy` randomised greedy fills."""
-    from memplace.solvers.static.heuristics import heuristic_placements, randomized_greedy
-    seeds = list(heuristic_placements(inst).values())
-    return seeds + [randomized_greedy(inst, rng, noise) for _ in range(greedy)]
-
-
 # ---------------------------------------------------------------------- the solver
 @register("ga", "DEAP genetic algorithm, rectify as Lamarckian repair, one batch kernel per generation",
-          params={"population": 100, "generations": None, "cxpb": 0.7, "mutpb": 0.5,
-                  "indpb": None, "tournament": 3, "elite": 2, "seed_heuristics": True,
-                  "greedy_seeds": 20, "swappb": 0.5})
+          params={"population": Param(100, int, 2, doc="individuals"),
+                  "generations": Param(None, int, 0, doc="budget (none: until the time limit)"),
+                  "cxpb": Param(0.7, float, 0.0, 1.0, doc="crossover probability of a pair"),
+                  "mutpb": Param(0.5, float, 0.0, 1.0, doc="mutation probability of an individual"),
+                  "indpb": Param(None, float, 0.0, 1.0, doc="per-gene mutation probability (none: 2 / tensors)"),
+                  "tournament": Param(3, int, 1, doc="tournament size"),
+                  "elite": Param(2, int, 0, "population-1", doc="best individuals kept unchanged"),
+                  "seed_heuristics": Param(True, doc="seed the heuristics' placements"),
+                  "greedy_seeds": Param(20, int, 0, doc="randomised greedy fills seeded"),
+                  "swappb": Param(0.5, float, 0.0, 1.0, doc="share of mutations that are exchanges")})
 def solve_ga(ctx: SearchContext, population: int, generations: int | None, cxpb: float,
              mutpb: float, indpb: float | None, tournament: int, elite: int,
              seed_heuristics: bool, greedy_seeds: int, swappb: float) -> None:
@@ -259,15 +180,6 @@ def solve_ga(ctx: SearchContext, population: int, generations: int | None, cxpb:
     mutation probability (None: 2 / tensors); with `seed_heuristics` the first
     population holds the heuristics' placements and `greedy_seeds` randomised greedy
     fills, the rest is uniformly random."""
-    check_range("ga", "greedy_seeds", greedy_seeds, 0)
-    check_range("ga", "swappb", swappb, 0.0, 1.0)
-    check_range("ga", "population", population, 2)
-    check_range("ga", "generations", generations, 0)
-    check_range("ga", "cxpb", cxpb, 0.0, 1.0)
-    check_range("ga", "mutpb", mutpb, 0.0, 1.0)
-    check_range("ga", "indpb", indpb, 0.0, 1.0)
-    check_range("ga", "tournament", tournament, 1)
-    check_range("ga", "elite", elite, 0, population - 1)
     if generations is None and ctx.time_limit is None:
         raise ParameterError("solver 'ga': parameter 'generations' is needed without a time limit")
     inst = ctx.instance
@@ -277,7 +189,7 @@ def solve_ga(ctx: SearchContext, population: int, generations: int | None, cxpb:
 
     pop = []
     if seed_heuristics:
-        pop = [make_individual(p) for p in heuristic_seeds(inst, ctx.rng, greedy_seeds)][:population]
+        pop = [make_individual(p) for p in heuristic_starts(inst, ctx.rng, greedy_seeds)][:population]
     pop += tb.population(n=population - len(pop))
     evaluate_invalid(tb, pop)
 

@@ -1,4 +1,5 @@
-"""Compiler-style heuristics: deterministic, one pass, milliseconds.
+"""Compiler-style heuristic fills: deterministic, one pass, milliseconds (registered as
+solvers in `compiler.py`; the other solvers start from them through `placements.py`).
 
 All but `all-slowest` share one greedy fill: tensors in a priority order, each to
 the fastest level with room over its whole live range (on an addressed level,
@@ -22,7 +23,6 @@ from numba import njit
 
 from memplace.model import Instance
 from memplace.model.static import kernels
-from memplace.solvers.base import SearchContext, check_range, register
 
 
 @njit(cache=True, nogil=True)
@@ -147,49 +147,3 @@ def randomized_greedy(inst: Instance, rng: np.random.Generator, noise: float = 0
     """The XLA-style fill with its scores multiplied by log-normal noise of sigma `noise`."""
     score = xla_score(inst) * np.exp(noise * rng.standard_normal(inst.n_tensors))
     return greedy_fill(inst, _descending(score))[0]
-
-
-def _run_order(name: str):
-    def solve_heuristic(ctx: SearchContext) -> None:
-        place, offsets = greedy_fill(ctx.instance, ORDERS[name](ctx.instance))
-        ctx.count(1)
-        ctx.offer(place, offsets=offsets if ctx.instance.has_addressed_levels else None)
-    return solve_heuristic
-
-
-@register("all-slowest", "every tensor in the slowest level (the reference placement)",
-          deterministic=True)
-def solve_all_slowest(ctx: SearchContext) -> None:
-    ctx.count(1)
-    inst = ctx.instance
-    offsets = None
-    if inst.has_addressed_levels:  # only when the slowest level itself is addressed
-        offsets = greedy_fill(inst, np.arange(0))[1]
-    ctx.offer(inst.slowest_placement(), offsets=offsets)
-
-
-DESCRIPTIONS = {
-    "greedy-size": "largest tensors first into the fastest level with room (TVM/TFLite style)",
-    "xla-msa": "XLA memory-space-assignment style: memory-bound latency saved / sqrt(size)",
-    "topo-first-fit": "walk the schedule, give each tensor the fastest level with room",
-    "benefit-density": "exact latency saved per byte (delta kernel), densest first",
-}
-for _name, _description in DESCRIPTIONS.items():
-    register(_name, _description, deterministic=True)(_run_order(_name))
-register("compiler", f"the compiler-style default speedups are measured against (= {COMPILER})",
-         deterministic=True)(_run_order(COMPILER))
-
-
-@register("random-greedy", "best of XLA-style fills with log-normally perturbed scores",
-          params={"samples": 100, "noise": 0.5})
-def solve_random_greedy(ctx: SearchContext, samples: int, noise: float) -> None:
-    check_range("random-greedy", "samples", samples, 1)
-    check_range("random-greedy", "noise", noise, 0.0)
-    inst = ctx.instance
-    for _ in range(samples):
-        if ctx.should_stop():
-            break
-        score = xla_score(inst) * np.exp(noise * ctx.rng.standard_normal(inst.n_tensors))
-        place, offsets = greedy_fill(inst, _descending(score))
-        ctx.count(1)
-        ctx.offer(place, offsets=offsets if inst.has_addressed_levels else None)

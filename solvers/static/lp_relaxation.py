@@ -27,10 +27,11 @@ class LpRelaxation:
 
 
 def relax(inst: Instance) -> LpRelaxation:
-    """Solve the LP relaxation once per instance (cached on the instance)."""
-    cached = getattr(inst, "_lp_relaxation", None)
-    if cached is not None:
-        return cached
+    """Solve the LP relaxation once per instance (kept with the instance)."""
+    return inst.derived("lp_relaxation", _solve_relaxation)
+
+
+def _solve_relaxation(inst: Instance) -> LpRelaxation:
     from memplace.solvers.static.milp_highs import formulate, highs_model, new_highs
     form = formulate(inst)
     h = new_highs(threads=1, seed=0, time_limit=None)
@@ -46,9 +47,7 @@ def relax(inst: Instance) -> LpRelaxation:
         fractions[form.var_tensor, form.var_level] = values
         fractions[:, L - 1] = np.clip(1.0 - fractions[:, :L - 1].sum(axis=1), 0.0, 1.0)
         bound = max(h.getInfo().objective_function_value / form.scale, inst.compute_floor())
-    result = LpRelaxation(bound, fractions, status)
-    inst._lp_relaxation = result
-    return result
+    return LpRelaxation(bound, fractions, status)
 
 
 def lp_bound(inst: Instance) -> float:

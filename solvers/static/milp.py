@@ -21,7 +21,7 @@ rounding). With `verify` (highspy only), a claimed optimum is re-solved without
 the start and the lower of the two bounds is kept (see `_verify`: HiGHS 1.15.1
 once ended a started search "Optimal" 0.04% above the optimum). On addressed levels the capacity rows are a relaxation of the offset
 constraints (spec section 5): the bound stays valid, the solution is packed with
-`placement_packer` (tensors that cannot be packed move down, canonically), and the
+`ctx.packer` (tensors that cannot be packed move down, canonically), and the
 gap is measured on the packed placement's latency.
 """
 from __future__ import annotations
@@ -30,74 +30,34 @@ import math
 
 import numpy as np
 
-from memplace.model import Instance, capacity_ok, latency, rectify
-from memplace.solvers.base import ParameterError, SearchContext, check_range, register
+from memplace.model import latency
+from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.static.placements import best_start, offer_valid
 
 BACKENDS = ("auto", "pyomo", "highspy")
 HIGHS_MARGIN_S = 0.1  # of the time limit left for extracting and packing the result
 
 
-def warm_start(inst: Instance) -> np.ndarray:
-    """The best (lowest-latency) heuristic placement; all heuristics are valid."""
-    return warm_start_with_offsets(inst)[0]
-
-
-def warm_start_with_offsets(inst: Instance) -> tuple[np.ndarray, np.ndarray | None]:
-    """The best heuristic placement with the offsets its greedy fill gave it on
-    addressed levels (None without them): valid as it is, no packing needed."""
-    from memplace.solvers.static.heuristics import ORDERS, greedy_fill, heuristic_placements
-    if not inst.has_addressed_levels:
-        candidates = list(heuristic_placements(inst).values())
-        return min(candidates, key=lambda p: latency(inst, p)), None
-    options = [greedy_fill(inst, order(inst)) for order in ORDERS.values()]
-    return min(options, key=lambda po: latency(inst, po[0]))
-
-
-def placement_packer(ctx: SearchContext, exact_budget_s: float = 5.0):
-    """ctx.packer, or else the packing module's placement packer with an exact-search
-    budget of `exact_budget_s` seconds (at most a fifth of the time left)."""
-    if ctx.packer is not None:
-        return ctx.packer
-    from memplace.model.packing.packers import placement_packer as make_packer
-    return make_packer(min(exact_budget_s, max(0.0, ctx.remaining() / 5)))
-
-
-def offer_valid(ctx: SearchContext, place: np.ndarray, packer=None) -> np.ndarray:
-    """Offer a placement made valid (capacity by canonical rectify, a no-op on a valid
-    placement; offsets by `packer`); returns what was offered."""
-    inst = ctx.instance
-    if not inst.has_addressed_levels:
-        if not capacity_ok(inst, place):
-            place = rectify(inst, place).placement
-        ctx.offer(place)
-        return place
-    fixed = rectify(inst, place, packer=packer)
-    ctx.offer(fixed.placement, offsets=fixed.offsets)
-    return fixed.placement
-
-
 @register("milp", "exact MILP (HiGHS): binary per tensor and level, capacity rows on the "
           "maximal live sets; proven bound and gap",
-          params={"gap": 1e-6, "threads": 1, "backend": "auto", "pack_rounds": 8, "verify": True,
-                  "log": False})
+          params={"gap": Param(1e-6, float, 0.0, 1.0, doc="relative gap at which optimal is claimed"),
+                  "threads": Param(1, int, 1, 256, doc="HiGHS threads"),
+                  "backend": Param("auto", str, choices=BACKENDS, doc="highspy matrix or the Pyomo model"),
+                  "pack_rounds": Param(8, int, 0, doc="re-solves with shrunk capacities when packing moved tensors"),
+                  "verify": Param(True, doc="re-solve a claimed optimum without the warm start"),
+                  "log": Param(False, doc="print HiGHS's log")})
 def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, pack_rounds: int,
                verify: bool, log: bool) -> None:
-    check_range("milp", "gap", gap, 0.0, 1.0)
-    check_range("milp", "pack_rounds", pack_rounds, 0)
-    check_range("milp", "threads", threads, 1, 256)
-    if backend not in BACKENDS:
-        raise ParameterError(f"solver 'milp': parameter 'backend'={backend!r} is not one of "
-                             f"{', '.join(BACKENDS)}")
     from memplace.solvers.static.milp_highs import formulate
     inst = ctx.instance
-    packer = placement_packer(ctx)
-    warm, warm_offsets = warm_start_with_offsets(inst)
+    packer = ctx.packer
+    warm, warm_offsets = best_start(inst)
     ctx.count(1)
     ctx.offer(warm, offsets=warm_offsets)
     form = formulate(inst)
     ctx.notes.update({f"model_{k}": v for k, v in form.stats.items()})
     if form.n_binaries == 0:  # nothing to decide: every tensor is best in the slowest level
-        offer_valid(ctx, inst.slowest_placement(), packer)
+        offer_valid(ctx, inst.slowest_placement(), packer=packer)
         ctx.notes["backend"] = "none (no decisions)"
         _report_bound(ctx, latency(inst, inst.slowest_placement()), gap)
         return
@@ -113,7 +73,7 @@ def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, pack_
     if values is not None:
         place = form.placement(values)
         ctx.count(1)
-        final = offer_valid(ctx, place, packer)
+        final = offer_valid(ctx, place, packer=packer)
         moved = final.tolist() != place.tolist()
         if moved:
             ctx.notes["moved_by_rectify"] = int((final != place).sum())
@@ -157,7 +117,7 @@ def _offer_values(ctx: SearchContext, form, values: np.ndarray) -> None:
     if ctx.frozen:
         return
     ctx.count(1)
-    offer_valid(ctx, form.placement(values), None)
+    offer_valid(ctx, form.placement(values))
 
 
 def _shrink_addressed(ctx: SearchContext, gap: float, threads: int, solve_model,
@@ -176,13 +136,13 @@ def _shrink_addressed(ctx: SearchContext, gap: float, threads: int, solve_model,
         capacity = inst.capacity.copy()
         capacity[inst.addressed] = np.floor(capacity[inst.addressed] * factor).astype(np.int64)
         form = formulate(inst, capacity)
-        values, _, _ = solve_model(ctx, form, ctx.best_placement, gap, threads, time_limit, log)
+        values, _, _ = solve_model(ctx, form, ctx.best.placement, gap, threads, time_limit, log)
         ctx.notes["shrink_rounds"] = r + 1
         if values is None:
             continue
         place = form.placement(values)
         ctx.count(1)
-        if offer_valid(ctx, place, packer).tolist() == place.tolist():
+        if offer_valid(ctx, place, packer=packer).tolist() == place.tolist():
             return
 
 

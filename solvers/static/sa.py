@@ -43,20 +43,19 @@ best placement.
 Notes: `moves_per_s` (moves per second of kernel wall time), `moves_per_cpu_s` (per
 CPU second of the solver thread: the figure on a loaded machine), `sa_accepted`,
 `sa_infeasible` (penalty: fraction of moves that left the placement overflowing;
-feasible: fraction of moves refused as infeasible). Speed and quality figures:
-`python -m memplace.solvers.static.sa INSTANCE... --time-limit 60`.
+feasible: fraction of moves refused as infeasible); `memplace solve INSTANCE --solver sa`
+prints them.
 """
 from __future__ import annotations
 
 import math
-import sys
 import time
 
 import numpy as np
 
-from memplace.model import (Instance, capacity_ok, latency, move_delta, rectify,
-                            rectify_capacity)
-from memplace.solvers.base import SearchContext, check_range, register
+from memplace.model import Instance, capacity_ok, latency, move_delta, rectify_capacity
+from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.static.placements import capacity_starts, offer_valid
 from memplace.solvers.static.sa_kernels import (anneal_kernel, anneal_penalty_kernel, build_state,
                                          max_gain_kernel, polish_kernel, sample_uphill_kernel,
                                          tree_leaves)
@@ -186,49 +185,28 @@ def start_temperature(uphill: np.ndarray, accept: float) -> float | None:
     return math.exp(0.5 * (lo + hi))
 
 
-def seed_placements(inst: Instance) -> dict[str, np.ndarray]:
-    """Capacity-valid start placements: the compiler heuristics (or the slowest placement)."""
-    try:
-        from memplace.solvers.static.heuristics import heuristic_placements
-        seeds = heuristic_placements(inst)
-    except ImportError:
-        seeds = {"all-slowest": inst.slowest_placement()}
-    return {name: rectify_capacity(inst, place) for name, place in seeds.items()}
-
-
-def _offer(ctx: SearchContext, place: np.ndarray, lat: float, packer=None) -> None:
-    inst = ctx.instance
-    if inst.has_addressed_levels:
-        fixed = rectify(inst, place, packer=packer)
-        ctx.offer(fixed.placement, offsets=fixed.offsets)
-    else:
-        ctx.offer(place, lat)
-
-
 @register("sa", "simulated annealing: level moves, swaps and 1-for-2 swaps on the exact delta, "
           "adaptive capacity penalty, calibrated geometric cooling, restarts from the best",
-          params={"moves": 0, "restarts": 4, "t0_accept": 0.1, "t_final": 1e-6,
-                  "swap_fraction": 0.3, "reheat": 0.3, "chunk": 200_000, "penalty": True,
-                  "group_fraction": 0.5, "group_max": 4})
+          params={"moves": Param(0, int, 0, doc="move budget (0: until the time limit)"),
+                  "restarts": Param(4, int, 1, doc="anneals"),
+                  "t0_accept": Param(0.1, float, 1e-6, 1 - 1e-6, doc="share of sampled uphill moves accepted at T0"),
+                  "t_final": Param(1e-6, float, 1e-15, 1.0, doc="final temperature / start latency"),
+                  "swap_fraction": Param(0.3, float, 0.0, 1.0, doc="share of moves that are swaps"),
+                  "reheat": Param(0.3, float, 1e-6, 10.0, doc="start temperature of a reheat / T0"),
+                  "chunk": Param(200_000, int, 1, doc="moves per kernel call"),
+                  "penalty": Param(True, doc="adaptive capacity penalty (else feasible moves only)"),
+                  "group_fraction": Param(0.5, float, 0.0, 1.0, doc="share of swaps that are group swaps"),
+                  "group_max": Param(4, int, 2, 16, doc="most tensors swapped in for one")})
 def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_final: float,
              swap_fraction: float, reheat: float, chunk: int, penalty: bool,
              group_fraction: float, group_max: int) -> None:
-    check_range("sa", "moves", moves, 0)
-    check_range("sa", "restarts", restarts, 1)
-    check_range("sa", "t0_accept", t0_accept, 1e-6, 1 - 1e-6)
-    check_range("sa", "t_final", t_final, 1e-15, 1.0)
-    check_range("sa", "swap_fraction", swap_fraction, 0.0, 1.0)
-    check_range("sa", "reheat", reheat, 1e-6, 10.0)
-    check_range("sa", "chunk", chunk, 1)
-    check_range("sa", "group_fraction", group_fraction, 0.0, 1.0)
-    check_range("sa", "group_max", group_max, 2, 16)
     inst = ctx.instance
 
-    seeds = seed_placements(inst)
+    seeds = capacity_starts(inst)
     ctx.count(len(seeds))
     lats = {name: latency(inst, place) for name, place in seeds.items()}
     for name, place in seeds.items():
-        _offer(ctx, place, lats[name])
+        offer_valid(ctx, place, lats[name])
     start = min(seeds, key=lambda name: (lats[name], name))
     best_place, best_lat = seeds[start].copy(), lats[start]
     ctx.notes["sa_start"] = start
@@ -294,23 +272,23 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
             if ann.best_latency < best_lat:
                 best_lat = ann.best_latency
                 best_place = ann.best_place.copy()
-                _offer(ctx, best_place, best_lat)
+                offer_valid(ctx, best_place, best_lat)
             if penalty and ann.latency < best_lat and not capacity_ok(inst, ann.place):
                 fixed = rectify_capacity(inst, ann.place)  # an overflowing state, repaired
                 fixed_lat = latency(inst, fixed)
                 ctx.count(1)
                 if fixed_lat < best_lat:
                     best_lat, best_place = fixed_lat, fixed
-                    _offer(ctx, best_place, best_lat)
+                    offer_valid(ctx, best_place, best_lat)
         if ctx.should_stop() and time.perf_counter() > ctx.deadline + 0.05:
             break
         polished, polished_lat = polish(inst, best_place)
         ctx.count(1)
         if polished_lat < best_lat:
             best_lat, best_place = polished_lat, polished
-            _offer(ctx, best_place, best_lat)
+            offer_valid(ctx, best_place, best_lat)
     if inst.has_addressed_levels and ctx.packer is not None and not ctx.should_stop():
-        _offer(ctx, best_place, best_lat, packer=ctx.packer)
+        offer_valid(ctx, best_place, best_lat, packer=ctx.packer)
     moved = int(ann.stats[0])
     ctx.notes.update(sa_anneals=anneals, sa_moves=moved,
                      moves_per_s=moved / ann.kernel_s if ann.kernel_s > 0 else 0.0,
@@ -323,40 +301,3 @@ def solve_sa(ctx: SearchContext, moves: int, restarts: int, t0_accept: float, t_
 def _draw(ctx: SearchContext) -> int:
     """A seed for Numba's generator, drawn from the solver's own generator."""
     return int(ctx.rng.integers(0, 2**31 - 1))
-
-
-def main(argv: list[str] | None = None) -> None:
-    """`python -m memplace.solvers.static.sa INSTANCE [--time-limit S] [--moves N] [--seed K]`:
-    print the speed (moves/s) and the latency reached, against the compiler heuristic."""
-    import argparse
-
-    from memplace import instances
-    from memplace.solvers.base import solve
-    parser = argparse.ArgumentParser(prog="python -m memplace.solvers.static.sa")
-    parser.add_argument("instance", nargs="+")
-    parser.add_argument("--time-limit", type=float, default=10.0)
-    parser.add_argument("--moves", type=int, default=0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--restarts", type=int, default=4)
-    args = parser.parse_args(argv)
-    for name in args.instance:
-        inst = instances.load(name) if "@" in name else Instance.from_file(name)
-        solve(inst, "sa", time_limit=300.0, seed=0, moves=1000, restarts=1)  # compile
-        compiler = solve(inst, "compiler", time_limit=10.0)
-        res = solve(inst, "sa", time_limit=args.time_limit, seed=args.seed, moves=args.moves,
-                    restarts=args.restarts)
-        notes = {"sa_moves": 0, "moves_per_s": 0.0, "moves_per_cpu_s": 0.0, "sa_anneals": 0,
-                 "sa_accepted": 0.0, "sa_infeasible": 0.0, **res.notes}
-        print(f"{inst.name}: {notes['sa_moves']} moves in {res.wall_s:.1f} s, "
-              f"{notes['moves_per_s'] / 1e6:.2f} M moves/s (kernel wall clock; "
-              f"{notes['moves_per_cpu_s'] / 1e6:.2f} M per CPU second), "
-              f"latency {res.latency:.9g} s (compiler {compiler.latency:.9g} s, "
-              f"speedup {compiler.latency / res.latency:.4f}), anneals {notes['sa_anneals']}, "
-              f"accepted {notes['sa_accepted']:.3f}, infeasible {notes['sa_infeasible']:.3f}"
-              f"{', hard stop' if notes.get('hard_stop') else ''}")
-
-
-if __name__ == "__main__":
-    # Run as a script: make the registry's import of this module return this one module.
-    sys.modules["memplace.solvers.static.sa"] = sys.modules["__main__"]
-    main()

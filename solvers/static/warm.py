@@ -8,7 +8,7 @@ from memplace.model.warmup import tiny_instance_dict, warmup
 def warm_solvers(names: list[str] | None = None) -> list[str]:
     """Run each solver (all registered ones by default) on a three-op instance, stopping
     at its first incumbent, so its kernels are compiled and cached on disk."""
-    from memplace.solvers.base import registry, solve
+    from memplace.solvers import registry, solve
     warmup()
     inst = Instance.from_dict(tiny_instance_dict())
     done = []

@@ -1,0 +1,115 @@
+"""Windows as arrays: the records the residency kernels read (see `kernels.py`)."""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from memplace.model.instance import Instance
+from memplace.model.residency import kernels
+from memplace.model.residency.solution import Window
+
+
+class Sim(NamedTuple):
+    """The instance, as the simulator reads it."""
+
+    compute: np.ndarray
+    op_ptr: np.ndarray
+    op_tensor: np.ndarray
+    access_time: np.ndarray
+    copy_bandwidth: np.ndarray
+
+
+class Enc(NamedTuple):
+    """One solution's windows: who serves each access, and the copies by queue."""
+
+    serve: np.ndarray  # int64[A]
+    q_issue: np.ndarray  # int64[Q, cap]
+    q_due: np.ndarray
+    q_tensor: np.ndarray
+    q_window: np.ndarray
+    q_size: np.ndarray  # float64[Q, cap]
+    q_len: np.ndarray  # int64[Q]
+    due_count: np.ndarray  # int64[n]
+
+
+class State(NamedTuple):
+    clock: np.ndarray  # float64[1]
+    head: np.ndarray  # int64[Q]
+    tail: np.ndarray
+    left: np.ndarray  # float64[Q]
+    stop: np.ndarray  # int64[1]
+
+
+class Checkpoints(NamedTuple):
+    clock: np.ndarray  # float64[C]
+    head: np.ndarray  # int64[C, Q]
+    tail: np.ndarray
+    left: np.ndarray  # float64[C, Q]
+
+
+class WindowArrays(NamedTuple):
+    tensor: np.ndarray
+    level: np.ndarray
+    start: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    issue: np.ndarray  # -1 without an eviction
+    due: np.ndarray
+
+
+def sim_of(instance: Instance) -> Sim:
+    i = instance
+    return Sim(i.compute, i.op_ptr, i.op_tensor, i.access_time, i.copy_bandwidth)
+
+
+def window_arrays(windows: Sequence[Window]) -> WindowArrays:
+    rows = [(w.tensor, w.level, w.start, w.first, w.last,
+             -1 if w.evict is None else w.evict[0], -1 if w.evict is None else w.evict[1])
+            for w in windows]
+    cols = np.array(rows, np.int64).reshape(len(rows), 7).T
+    return WindowArrays(*(np.ascontiguousarray(c) for c in cols))
+
+
+def empty_enc(instance: Instance, capacity: int) -> Enc:
+    Q = 2 * instance.n_levels
+    cap = max(capacity, 1)
+    return Enc(np.empty(instance.op_tensor.shape[0], np.int64),
+               np.zeros((Q, cap), np.int64), np.zeros((Q, cap), np.int64),
+               np.zeros((Q, cap), np.int64), np.zeros((Q, cap), np.int64),
+               np.zeros((Q, cap), np.float64), np.zeros(Q, np.int64),
+               np.zeros(instance.n_ops, np.int64))
+
+
+def encode_into(instance: Instance, placement: np.ndarray, wa: WindowArrays, enc: Enc) -> Enc:
+    i = instance
+    kernels.encode_kernel(np.ascontiguousarray(placement, np.int64), i.tensor_ptr, i.tensor_access,
+                          i.access_op, i.op_tensor, i.size, i.n_levels, i.n_ops, *wa, enc)
+    return enc
+
+
+def encode(instance: Instance, placement: np.ndarray, windows: Sequence[Window],
+           capacity: int | None = None) -> Enc:
+    """The arrays of one solution; `capacity` copies per queue (default: 2 per window)."""
+    wa = window_arrays(windows)
+    cap = 2 * len(windows) if capacity is None else capacity
+    return encode_into(instance, placement, wa, empty_enc(instance, cap))
+
+
+def initial_state(instance: Instance) -> State:
+    Q = 2 * instance.n_levels
+    return State(np.zeros(1), np.zeros(Q, np.int64), np.zeros(Q, np.int64), np.zeros(Q),
+                 np.full(1, -1, np.int64))
+
+
+def empty_checkpoints(instance: Instance, K: int) -> Checkpoints:
+    C = instance.n_ops // K + 1
+    Q = 2 * instance.n_levels
+    return Checkpoints(np.zeros(C), np.zeros((C, Q), np.int64), np.zeros((C, Q), np.int64),
+                       np.zeros((C, Q)))
+
+
+def no_checkpoints(instance: Instance) -> Checkpoints:
+    Q = 2 * instance.n_levels
+    return Checkpoints(np.zeros(1), np.zeros((1, Q), np.int64), np.zeros((1, Q), np.int64),
+                       np.zeros((1, Q)))

@@ -1,0 +1,224 @@
+"""`memplace-solution/2` files (spec section 10): homes, windows, copies.
+
+A residency solution is a static placement (the *homes*, with their offsets) plus
+a tuple of `Window`s. A `memplace-solution/1` file is read as a residency
+solution without windows. Reading checks only the shape of the file (types,
+known levels, tensor indices); the rules of section 10 are `validate`'s.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memplace.model.core.errors import SolutionError
+from memplace.model.instance import Instance
+
+FORMAT = "memplace-solution/2"
+STATIC_FORMAT = "memplace-solution/1"
+NO_OFFSET = -1  # offsets array entry of a tensor (or window) off addressed levels
+
+
+@dataclass(frozen=True)
+class Window:
+    """A copy of a whole tensor in a level faster than its home (spec section 10).
+
+    `tensor` and `level` are indices; `start <= first <= last` are op indices;
+    `offset` is None off addressed levels; `evict` is None or `(issue, due)`.
+    A window with `start == first ==` the tensor's producer is *defining* (the
+    producer writes it, no copy); one with `start < first` is a *prefetch*.
+    """
+
+    tensor: int
+    level: int
+    start: int
+    first: int
+    last: int
+    offset: int | None = None
+    evict: tuple[int, int] | None = None
+
+    @property
+    def hold(self) -> int:
+        """Last op the window occupies: `last`, or `max(last, due - 1)` with an eviction."""
+        return self.last if self.evict is None else max(self.last, self.evict[1] - 1)
+
+    @property
+    def is_prefetch(self) -> bool:
+        return self.start < self.first
+
+    def to_dict(self, instance: Instance) -> dict[str, Any]:
+        return {"tensor": self.tensor, "level": instance.level_names[self.level],
+                "start": self.start, "first": self.first, "last": self.last,
+                "offset": self.offset,
+                "evict": None if self.evict is None else [self.evict[0], self.evict[1]]}
+
+
+@dataclass
+class ResidencySolution:
+    """Homes by level index, home offsets (-1 off addressed levels; None when the
+    file had none), windows, and the solver's claims (as the static `Solution`)."""
+
+    instance: str
+    placement: np.ndarray
+    offsets: np.ndarray | None
+    windows: tuple[Window, ...] = ()
+    latency: float = math.nan
+    lower_bound: float | None = None
+    status: str = "feasible"
+    solver: dict[str, Any] = field(default_factory=dict)
+    # As read from a file: which tensors had an integer home offset (None when built in code).
+    offsets_given: list[bool] | None = field(default=None, repr=False, compare=False)
+
+    def with_windows(self, windows) -> "ResidencySolution":
+        """The same homes with other windows (claims reset: they belong to the old windows)."""
+        return replace(self, windows=tuple(windows), latency=math.nan, lower_bound=None)
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self, instance: Instance) -> dict[str, Any]:
+        names = instance.level_names
+        data: dict[str, Any] = {
+            "format": FORMAT,
+            "instance": self.instance,
+            "solver": self.solver,
+            "placement": [names[l] for l in self.placement.tolist()],
+        }
+        if self.offsets is not None or instance.has_addressed_levels:
+            offsets = self.offsets if self.offsets is not None else np.full(instance.n_tensors, NO_OFFSET)
+            data["offsets"] = [o if (instance.addressed[l] and o >= 0) else None
+                               for o, l in zip(offsets.tolist(), self.placement.tolist())]
+        data["windows"] = [w.to_dict(instance) for w in self.windows]
+        data["latency"] = self.latency
+        if self.lower_bound is not None:
+            data["lower_bound"] = self.lower_bound
+        data["status"] = self.status
+        return data
+
+    def write(self, path: str | Path, instance: Instance) -> None:
+        """Write atomically: a crash never leaves a half-written solution behind."""
+        path = Path(path)
+        text = json.dumps(self.to_dict(instance), indent=1)
+        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def from_dict(cls, data: Any, instance: Instance) -> "ResidencySolution":
+        """Parse format 2, or format 1 as a solution without windows."""
+        if not isinstance(data, dict) or data.get("format") not in (FORMAT, STATIC_FORMAT):
+            got = data.get("format") if isinstance(data, dict) else None
+            raise SolutionError(f"solution format must be {FORMAT!r} or {STATIC_FORMAT!r}, got {got!r}")
+        placement = _placement(data.get("placement"), instance)
+        offsets, given = _offsets(data.get("offsets"), instance)
+        if data["format"] == STATIC_FORMAT:
+            windows: tuple[Window, ...] = ()
+        else:
+            raw = data.get("windows")
+            if not isinstance(raw, list):
+                raise SolutionError("'windows' is required in a memplace-solution/2 file "
+                                    "(a list, possibly empty)")
+            windows = tuple(_window(w, raw_w, instance) for w, raw_w in enumerate(raw))
+        lat = data.get("latency")
+        if not _is_number(lat):
+            raise SolutionError(f"latency must be a number, got {lat!r}")
+        bound = data.get("lower_bound")
+        if bound is not None and not _is_number(bound):
+            raise SolutionError(f"lower_bound must be a number, got {bound!r}")
+        status = data.get("status", "feasible")
+        if status not in ("optimal", "feasible"):
+            raise SolutionError(f"status must be 'optimal' or 'feasible', got {status!r}")
+        solver = data.get("solver") or {}
+        if not isinstance(solver, dict):
+            raise SolutionError(f"solver must be an object, got {solver!r}")
+        return cls(str(data.get("instance", "")), placement, offsets, windows, float(lat),
+                   None if bound is None else float(bound), status, solver, given)
+
+    @classmethod
+    def read(cls, path: str | Path, instance: Instance) -> "ResidencySolution":
+        return cls.from_dict(read_json(path), instance)
+
+
+def read_json(path: str | Path) -> Any:
+    """A solution file's JSON, with the errors a user can cause turned into SolutionError."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SolutionError(f"cannot read solution file {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise SolutionError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+# ---------------------------------------------------------------------- parsing
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _placement(names: Any, instance: Instance) -> np.ndarray:
+    if not isinstance(names, list) or len(names) != instance.n_tensors:
+        raise SolutionError(
+            f"placement must list a level name for each of the {instance.n_tensors} tensors")
+    index = {name: l for l, name in enumerate(instance.level_names)}
+    placement = np.empty(instance.n_tensors, np.int64)
+    for t, name in enumerate(names):
+        if not isinstance(name, str) or name not in index:
+            raise SolutionError(f"{instance.tensor_label(t)}: unknown level {name!r}")
+        placement[t] = index[name]
+    return placement
+
+
+def _offsets(raw: Any, instance: Instance) -> tuple[np.ndarray | None, list[bool] | None]:
+    if raw is None:
+        return None, None
+    if not isinstance(raw, list) or len(raw) != instance.n_tensors:
+        raise SolutionError(f"offsets must have one entry for each of the {instance.n_tensors} tensors")
+    offsets = np.full(instance.n_tensors, NO_OFFSET, np.int64)
+    for t, o in enumerate(raw):
+        if o is None:
+            continue
+        if not _is_int(o) or o < 0:
+            raise SolutionError(f"{instance.tensor_label(t)}: offset {o!r} is not an integer >= 0 or null")
+        offsets[t] = o
+    return offsets, [o is not None for o in raw]
+
+
+def _window(w: int, raw: Any, instance: Instance) -> Window:
+    label = f"window {w}"
+    if not isinstance(raw, dict):
+        raise SolutionError(f"{label}: must be an object")
+    t = raw.get("tensor")
+    if not _is_int(t) or not 0 <= t < instance.n_tensors:
+        raise SolutionError(f"{label}: tensor {t!r} is not a tensor index (0..{instance.n_tensors - 1})")
+    level = raw.get("level")
+    if not isinstance(level, str) or level not in instance.level_names:
+        raise SolutionError(f"{label} of {instance.tensor_label(t)}: unknown level {level!r}; "
+                            f"levels are {instance.level_names}")
+    steps = []
+    for key in ("start", "first", "last"):
+        k = raw.get(key)
+        if not _is_int(k) or not 0 <= k < instance.n_ops:
+            raise SolutionError(f"{label} of {instance.tensor_label(t)}: {key} {k!r} is not an op "
+                                f"index (0..{instance.n_ops - 1})")
+        steps.append(k)
+    offset = raw.get("offset")
+    if offset is not None and (not _is_int(offset) or offset < 0):
+        raise SolutionError(f"{label} of {instance.tensor_label(t)}: offset {offset!r} is not an "
+                            "integer >= 0 or null")
+    evict = raw.get("evict")
+    if evict is not None:
+        if (not isinstance(evict, list) or len(evict) != 2
+                or not all(_is_int(k) and 0 <= k < instance.n_ops for k in evict)):
+            raise SolutionError(f"{label} of {instance.tensor_label(t)}: evict {evict!r} is not null "
+                                f"or an [issue, due] pair of op indices (0..{instance.n_ops - 1})")
+        evict = (evict[0], evict[1])
+    return Window(t, instance.level_names.index(level), *steps, offset, evict)

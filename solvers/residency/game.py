@@ -1,0 +1,345 @@
+"""The mallocGame of the residency problem: windows chosen one buffer at a time.
+
+mallocGame (Wang et al., 2023) plays memory allocation as a single-player game:
+buffers are presented one after another and each move decides where the next
+one lives. Here the game is played on memplace's residency problem (spec
+sections 9-11), so every finished game is a valid `ResidencySolution` whose
+latency is section 11's simulation:
+
+- *Homes* are fixed before the game: by default the static `compiler` placement
+  (a valid static solution, so "stay home" everywhere is exactly the compiler's
+  latency); any valid static placement may be given instead.
+- *Buffers* are the tensors not homed in the fastest level whose accesses would
+  save time there, presented in `msa`'s order (XLA's memory boundedness, spec
+  section 12: the latency all accesses would save in level 0, over the square
+  root of the size, decreasing; ties to the smaller tensor index).
+- *Moves* for a buffer: `STAY` (action 0, no window), or one window in a level
+  faster than its home covering every use the window can serve, of one of four
+  `KINDS`: `defining` (an activation written by its producer straight into the
+  window, start = first = producer, last = its last use), or a prefetch whose
+  start `msa`'s interval picker (`interval_picker.IntervalPicker`, XLA's
+  cost-analysis picker with min/preferred/max overlaps 0.8/1.5/10 copy times)
+  proposes for the first use it serves: its `late`st start (at least the min
+  overlap), its `preferred` one, or its `earliest` (at most the max overlap).
+  The action of (level l, kind j) is `1 + l * len(KINDS) + j`, the same index on
+  every instance.
+- A move is *legal* when its window exists for that buffer (a prefetch needs a
+  start the picker accepts between the moment the home holds the data and the
+  first use it serves), is not a duplicate of a lower action of the same level,
+  fits the level's capacity at every step it occupies beside the homes and the
+  windows already chosen, and on an addressed level gets an offset by best fit
+  (the smallest free gap that holds it over its occupancy, as `msa` places its
+  chunks). Illegal moves raise `IllegalMove`; `action_mask()` marks the legal ones.
+
+Every prefix of a game is itself a valid solution (each window is legal given
+the earlier ones, and the rest stay home), so `latency()` is defined at every
+step; the Gymnasium environment `memplace/Residency-v0` shapes its reward with it.
+
+The estimates (`msa.op_elapsed`: op times of the homes alone, no channel
+contention) only order buffers and pick candidate starts; what a game is worth
+is always the simulated latency. Where the game is simpler than `msa`: one
+window per buffer (msa may give each use segment its own), so evictions are
+never needed (no access returns to the home), and defining windows are not
+bounded by the picker's no-copy limit (the capacity check alone decides).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from memplace.model.core.errors import MemplaceError
+from memplace.model.instance import Instance
+from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
+from memplace.solvers import solve
+from memplace.solvers.residency.interval_picker import IntervalPicker
+from memplace.solvers.residency.msa import op_elapsed
+
+STAY = 0
+KINDS = ("defining", "late", "preferred", "earliest")
+
+
+class IllegalMove(MemplaceError):
+    """A move that `legal_actions()` does not list."""
+
+
+def action_of(level: int, kind: str) -> int:
+    """The action index of a window of `kind` in `level`."""
+    return 1 + level * len(KINDS) + KINDS.index(kind)
+
+
+def n_actions(n_levels: int) -> int:
+    """Size of the action space of an instance with `n_levels` levels."""
+    return 1 + (n_levels - 1) * len(KINDS)
+
+
+def saving(instance: Instance, elapsed: np.ndarray, placement: np.ndarray) -> np.ndarray:
+    """Seconds each access would save if its tensor were served by level 0, every other
+    access of its op staying home (XLA's cost analysis, as `msa` computes it)."""
+    i = instance
+    home = placement[i.op_tensor]
+    memory = np.bincount(i.access_op, weights=i.op_bytes / i.bandwidth[home], minlength=i.n_ops)
+    faster = memory[i.access_op] - i.op_bytes / i.bandwidth[home] + i.op_bytes / i.bandwidth[0]
+    return elapsed[i.access_op] - np.maximum(i.compute[i.access_op], faster)
+
+
+def buffer_order(instance: Instance, placement: np.ndarray) -> np.ndarray:
+    """Tensors not homed in level 0 that would save time there, by decreasing memory
+    boundedness (saved seconds over the square root of the size), ties to the smaller
+    index: `msa`'s order (spec section 12)."""
+    i = instance
+    saved = np.bincount(i.op_tensor, weights=saving(i, op_elapsed(i, placement), placement),
+                        minlength=i.n_tensors)
+    tensors = np.flatnonzero((placement > 0) & (saved > 0))
+    score = saved[tensors] / np.sqrt(i.size[tensors])
+    return tensors[np.lexsort((tensors, -score))].astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Block:
+    """Bytes `[offset, offset + size)` of an addressed level held over ops `begin .. end`."""
+
+    offset: int
+    size: int
+    begin: int
+    end: int
+
+
+def best_fit_offset(blocks: Sequence[Block], size: int, begin: int, end: int,
+                    alignment: int, capacity: int) -> int:
+    """The offset of the smallest free gap that holds `size` bytes over `begin .. end`
+    (aligned; lowest offset on ties), or -1 when none does."""
+    busy = sorted((b.offset, b.offset + b.size) for b in blocks
+                  if b.begin <= end and begin <= b.end)
+    best, best_gap = -1, math.inf
+    cursor = 0
+    for lo, hi in busy + [(capacity, capacity)]:
+        if lo > cursor:
+            offset = -(-cursor // alignment) * alignment
+            gap = lo - cursor
+            if offset + size <= lo and gap < best_gap:
+                best, best_gap = offset, gap
+        cursor = max(cursor, hi)
+    return best
+
+
+class ResidencyGame:
+    """One game on one instance: `reset`, `legal_actions`, `step`, `is_terminal`, `solution`.
+
+    Parameters
+    ----------
+    instance
+        The instance to play.
+    homes, home_offsets
+        A valid static placement (level per tensor) and its offsets (-1 off
+        addressed levels; None without addressed levels). Default: the static
+        `compiler` solution.
+    n_levels
+        Levels the action layout is sized for (default the instance's); a larger
+        value pads the action space so instances of different hierarchies share it.
+    """
+
+    def __init__(self, instance: Instance, homes: np.ndarray | None = None,
+                 home_offsets: np.ndarray | None = None, n_levels: int | None = None):
+        self.instance = instance
+        if homes is None:
+            homes, home_offsets = compiler_homes(instance)
+        self.homes = np.array(homes, np.int64)
+        self.home_offsets = None if home_offsets is None else np.array(home_offsets, np.int64)
+        self.n_levels = instance.n_levels if n_levels is None else int(n_levels)
+        if self.n_levels < instance.n_levels:
+            raise ValueError(f"n_levels {self.n_levels} is below the instance's {instance.n_levels}")
+        self.n_actions = n_actions(self.n_levels)
+        self.order = buffer_order(instance, self.homes)
+        self.elapsed = op_elapsed(instance, self.homes)  # seconds per op, homes alone
+        self.memory = np.bincount(instance.access_op, minlength=instance.n_ops,
+                                  weights=instance.op_bytes / instance.bandwidth[
+                                      self.homes[instance.op_tensor]])
+        self.picker = IntervalPicker(self.elapsed)
+        self._base_load = load_with_windows(instance, self.homes, ())
+        self._home_blocks = {
+            l: [Block(int(self.home_offsets[t]), int(instance.size[t]), int(instance.start[t]),
+                      int(instance.end[t])) for t in np.flatnonzero(self.homes == l)]
+            for l in range(instance.n_levels) if instance.addressed[l]}
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Back to the first buffer with no window chosen."""
+        self.position = 0
+        self.windows: list[Window] = []
+        self.moves: list[int] = []
+        self.load = self._base_load.copy()
+        self.blocks = {l: list(b) for l, b in self._home_blocks.items()}
+        self._legal: dict[int, Window] | None = None
+
+    def copy(self) -> "ResidencyGame":
+        """An independent game in the same state (for look-ahead)."""
+        twin = copy.copy(self)
+        twin.windows, twin.moves = list(self.windows), list(self.moves)
+        twin.load = self.load.copy()
+        twin.blocks = {l: list(b) for l, b in self.blocks.items()}
+        return twin
+
+    @property
+    def tensor(self) -> int:
+        """The buffer to decide now (-1 when the game is over)."""
+        return int(self.order[self.position]) if self.position < len(self.order) else -1
+
+    def is_terminal(self) -> bool:
+        return self.position >= len(self.order)
+
+    # ------------------------------------------------------------------ moves
+    def candidates(self, tensor: int) -> dict[int, Window]:
+        """Every window of `KINDS` for `tensor` in a faster level (no legality check but
+        existence), by action index, offsets left out."""
+        i, t = self.instance, tensor
+        home = int(self.homes[t])
+        accesses = i.access_op[i.tensor_access[i.tensor_ptr[t]:i.tensor_ptr[t + 1]]]
+        producer = i.tensors[t]["producer"]
+        windows: dict[int, Window] = {}
+        last = int(accesses.max())
+        if i.is_weight[t]:
+            uses, low = accesses, 0
+        else:  # the earliest access (the write, or a graph input's first read) stays home
+            uses = accesses[accesses > accesses.min()]
+            low = int(i.start[t]) if producer is None else int(producer) + 1
+        copy_s = float(i.size[t] / i.copy_bandwidth[home])
+        first = int(uses.min()) if uses.size else -1
+        for level in range(home):
+            if producer is not None and not i.is_weight[t]:
+                windows[action_of(level, "defining")] = Window(t, level, int(producer),
+                                                               int(producer), last)
+            seen: set[int] = set()
+            for kind, s in zip(("late", "preferred", "earliest"),
+                               self._starts(t, level, copy_s, low, first)):
+                if s not in seen:
+                    seen.add(s)
+                    windows[action_of(level, kind)] = Window(t, level, s, first, last)
+        return windows
+
+    def _starts(self, t: int, level: int, copy_s: float, low: int, first: int) -> list[int]:
+        """The picker's latest, preferred and earliest prefetch starts for a window in
+        `level` serving `first` on ([] when no start in `low .. first-1` satisfies its
+        min and max overlaps). The use's own saving counts toward the min, as in msa."""
+        i, picker = self.instance, self.picker
+        if first <= low:
+            return []
+        accesses = i.tensor_access[i.tensor_ptr[t]:i.tensor_ptr[t + 1]]
+        b = float(i.op_bytes[accesses[i.access_op[accesses] == first][0]])
+        home = self.homes[t]
+        fast = self.memory[first] - b / i.bandwidth[home] + b / i.bandwidth[level]
+        reduction = float(self.elapsed[first] - max(i.compute[first], fast))
+        latest = picker.latest_start(copy_s, low, first, reduction)
+        if latest < low:
+            return []
+        max_elapsed = picker.max_elapsed(float(i.capacity[level]), float(i.copy_bandwidth[home]))
+        earliest = picker.earliest_start(low, latest, first, max_elapsed)
+        if picker.overlap(earliest, first) > max_elapsed:
+            return []
+        return [latest, picker.preferred_start(copy_s, earliest, latest, first), earliest]
+
+    def legal(self) -> dict[int, Window]:
+        """The legal windows of the current buffer by action (offsets filled in)."""
+        if self._legal is None:
+            self._legal = {} if self.is_terminal() else self._fit(self.candidates(self.tensor))
+        return self._legal
+
+    def _fit(self, windows: dict[int, Window]) -> dict[int, Window]:
+        i = self.instance
+        out = {}
+        for action, win in windows.items():
+            size, l = int(i.size[win.tensor]), win.level
+            if (self.load[l, win.start:win.hold + 1] + size > i.capacity[l]).any():
+                continue
+            if i.addressed[l]:
+                offset = best_fit_offset(self.blocks[l], size, win.start, win.hold,
+                                         int(i.alignment[l]), int(i.capacity[l]))
+                if offset < 0:
+                    continue
+                win = Window(win.tensor, l, win.start, win.first, win.last, offset)
+            out[action] = win
+        return out
+
+    def legal_actions(self) -> list[int]:
+        """`STAY` and the legal window actions of the current buffer, increasing
+        ([] once the game is over)."""
+        return [] if self.is_terminal() else [STAY] + sorted(self.legal())
+
+    def action_mask(self) -> np.ndarray:
+        """Boolean mask over the `n_actions` actions: True where legal."""
+        mask = np.zeros(self.n_actions, bool)
+        mask[self.legal_actions()] = True
+        return mask
+
+    def step(self, action: int) -> Window | None:
+        """Play `action` for the current buffer; the window placed (None for `STAY`)."""
+        action = int(action)
+        if self.is_terminal():
+            raise IllegalMove("the game is over: no buffer left to decide")
+        if action != STAY and action not in self.legal():
+            raise IllegalMove(f"action {action} is not legal for {self.instance.tensor_label(self.tensor)}"
+                              f"; legal: {self.legal_actions()}")
+        win = None if action == STAY else self.legal()[action]
+        if win is not None:
+            self.windows.append(win)
+            self.load[win.level, win.start:win.hold + 1] += self.instance.size[win.tensor]
+            if win.offset is not None:
+                self.blocks[win.level].append(Block(win.offset, int(self.instance.size[win.tensor]),
+                                                    win.start, win.hold))
+        self.moves.append(action)
+        self.position += 1
+        self._legal = None
+        return win
+
+    # ------------------------------------------------------------------ outcome
+    def solution(self) -> ResidencySolution:
+        """The homes with the windows chosen so far (valid at every step), latency simulated."""
+        sol = ResidencySolution(self.instance.name, self.homes.copy(),
+                                None if self.home_offsets is None else self.home_offsets.copy(),
+                                tuple(self.windows), solver={"name": "residency-game"})
+        sol.latency = simulate(self.instance, sol)
+        return sol
+
+    def latency(self) -> float:
+        """Simulated latency of the windows chosen so far (section 11)."""
+        return self.solution().latency
+
+
+def compiler_homes(instance: Instance) -> tuple[np.ndarray, np.ndarray | None]:
+    """The static `compiler` solution's placement and offsets: the default homes."""
+    result = solve(instance, "compiler", time_limit=None)
+    offsets = result.offsets if instance.has_addressed_levels else None
+    return np.array(result.placement, np.int64), offsets
+
+
+def play(game: ResidencyGame, moves: Sequence[int]) -> ResidencySolution:
+    """Reset `game`, play `moves` (STAY for buffers past their end) and return the solution."""
+    game.reset()
+    for action in moves:
+        if game.is_terminal():
+            break
+        game.step(action)
+    while not game.is_terminal():
+        game.step(STAY)
+    return game.solution()
+
+
+def greedy_lookahead(game: ResidencyGame) -> list[int]:
+    """A one-step look-ahead planner on the true simulator: for each buffer, the legal
+    move whose game so far simulates fastest (ties to the lower action). Plays `game`
+    from its reset state to the end and returns the moves."""
+    game.reset()
+    while not game.is_terminal():
+        best, best_latency = STAY, math.inf
+        for action in game.legal_actions():
+            trial = game.copy()
+            trial.step(action)
+            lat = trial.latency()
+            if lat < best_latency:
+                best, best_latency = action, lat
+        game.step(best)
+    return list(game.moves)

@@ -1,0 +1,60 @@
+"""Where static solvers start and how they hand a placement in: the one place that builds
+start placements (from the compiler heuristics of `heuristics.py`) and the one helper
+that offers a placement made valid.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from memplace.model import Instance, capacity_ok, latency, rectify, rectify_capacity
+from memplace.model.static.rectification import Packer
+from memplace.solvers import SearchContext
+from memplace.solvers.static.heuristics import (ORDERS, greedy_fill, heuristic_placements,
+                                                randomized_greedy)
+
+
+def heuristic_starts(inst: Instance, rng: np.random.Generator | None = None, greedy: int = 0,
+                     noise: float = 0.3) -> list[np.ndarray]:
+    """Every compiler heuristic's (valid) placement, then `greedy` randomised greedy fills."""
+    starts = list(heuristic_placements(inst).values())
+    return starts + [randomized_greedy(inst, rng, noise) for _ in range(greedy)]
+
+
+def capacity_starts(inst: Instance) -> dict[str, np.ndarray]:
+    """The heuristics' placements by name, made capacity-valid by spec section 6's loop
+    (offsets are not assigned)."""
+    return {name: rectify_capacity(inst, place) for name, place in heuristic_placements(inst).items()}
+
+
+def best_start(inst: Instance) -> tuple[np.ndarray, np.ndarray | None]:
+    """The lowest-latency heuristic placement with the offsets its greedy fill gave it on
+    addressed levels (None without them): valid as it is, no packing needed."""
+    if not inst.has_addressed_levels:
+        candidates = list(heuristic_placements(inst).values())
+        return min(candidates, key=lambda p: latency(inst, p)), None
+    options = [greedy_fill(inst, order(inst)) for order in ORDERS.values()]
+    return min(options, key=lambda po: latency(inst, po[0]))
+
+
+def offer_valid(ctx: SearchContext, place: np.ndarray, latency_s: float | None = None,
+                packer: Packer | None = None) -> np.ndarray:
+    """Offer a placement made valid; returns the placement offered.
+
+    Without addressed levels the placement is offered as it is when `latency_s` (its
+    latency) is given, the caller vouching for its capacity, else after the canonical
+    rectify if it overflows. With addressed levels it goes through rectify with
+    `packer` (offsets; tensors that cannot be packed move down) unless `latency_s`
+    says it cannot beat the incumbent."""
+    inst = ctx.instance
+    if not inst.has_addressed_levels:
+        if latency_s is None and not capacity_ok(inst, place):
+            place = rectify(inst, place).placement
+        ctx.offer(place, latency_s)
+        return place
+    if latency_s is not None and (not math.isfinite(latency_s) or latency_s >= ctx.best_latency):
+        return place
+    fixed = rectify(inst, place, packer=packer)
+    ctx.offer(fixed.placement, offsets=fixed.offsets)
+    return fixed.placement

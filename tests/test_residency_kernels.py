@@ -1,0 +1,175 @@
+"""The Numba residency kernels against the plain-Python reference (spec section 11), on
+random instances and random valid window sets (tests/residency_windows.py)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memplace.model import Instance, latency
+from memplace.model.residency import (ResidencySolution, Simulation, Window, details, reference,
+                                      simulate, simulate_batch, violations)
+from randominst import random_instance_dict
+from residency_windows import every_access_windows, random_homes, random_windows
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _case(seed: int, n_ops: int = 8, n_tensors: int = 10, density: float = 0.7):
+    rng = np.random.default_rng(seed)
+    data = random_instance_dict(seed, n_ops=n_ops, n_tensors=n_tensors, n_levels=int(rng.integers(2, 4)))
+    for level in data["hardware"]["levels"]:
+        if rng.random() < 0.5:  # copies sometimes slower than accesses, sometimes faster
+            level["copy_bandwidth"] = level["bandwidth"] * float(rng.choice([0.05, 0.3, 1.0, 3.0]))
+    inst = Instance.from_dict(data)
+    place = random_homes(inst, rng)
+    return inst, place, random_windows(inst, place, rng, density), rng
+
+
+def _sol(inst, place, windows):
+    return ResidencySolution(inst.name, place, None, tuple(windows))
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0)
+
+
+@SETTINGS
+@given(st.integers(0, 10**6))
+def test_generated_windows_are_valid_except_capacity(seed):
+    inst, place, windows, _ = _case(seed)
+    assert {v.rule for v in violations(inst, _sol(inst, place, windows))} <= {"capacity"}
+
+
+@SETTINGS
+@given(st.integers(0, 10**6))
+def test_kernel_equals_the_reference(seed):
+    inst, place, windows, _ = _case(seed)
+    ref = reference.timeline(inst.data, place.tolist(), windows)
+    got = details(inst, _sol(inst, place, windows))
+    assert close(got.latency, ref.latency)
+    assert all(close(a, b) or a == b for a, b in zip(got.wait.tolist(), ref.wait))
+    assert got.elapsed.tolist() == ref.elapsed  # same serving levels, same sums
+    done = {(c.window, c.evict): c.done_op for c in ref.copies}
+    for w in range(len(windows)):
+        assert done.get((w, False), -1) == got.prefetch_done[w]
+        assert done.get((w, True), -1) == got.evict_done[w]
+
+
+@SETTINGS
+@given(st.integers(0, 10**6))
+def test_without_windows_the_latency_is_the_static_one_exactly(seed):
+    inst, place, _, _ = _case(seed)
+    static = latency(inst, place)
+    assert simulate(inst, _sol(inst, place, [])) == static
+    assert reference.simulate(inst.data, place.tolist(), []) == static
+
+
+@SETTINGS
+@given(st.integers(0, 10**6))
+def test_adding_a_window_never_changes_ops_before_its_start(seed):
+    inst, place, windows, rng = _case(seed)
+    if not windows:
+        return
+    j = int(rng.integers(0, len(windows)))
+    without = windows[:j] + windows[j + 1:]
+    a = reference.timeline(inst.data, place.tolist(), without)
+    b = reference.timeline(inst.data, place.tolist(), windows)
+    s = windows[j].start
+    assert a.begin[:s + 1] == b.begin[:s + 1] and a.wait[:s + 1] == b.wait[:s + 1]
+    assert a.elapsed[:s] == b.elapsed[:s]
+    ka, kb = details(inst, _sol(inst, place, without)), details(inst, _sol(inst, place, windows))
+    assert ka.begin[:s + 1].tolist() == kb.begin[:s + 1].tolist()
+    assert ka.elapsed[:s].tolist() == kb.elapsed[:s].tolist()
+
+
+@SETTINGS
+@given(st.integers(0, 10**6))
+def test_simulation_is_deterministic_and_ignores_window_order(seed):
+    inst, place, windows, rng = _case(seed)
+    first = simulate(inst, _sol(inst, place, windows))
+    assert simulate(inst, _sol(inst, place, windows)) == first
+    shuffled = [windows[j] for j in rng.permutation(len(windows))]
+    assert simulate(inst, _sol(inst, place, shuffled)) == first
+    assert reference.simulate(inst.data, place.tolist(), shuffled) == \
+        reference.simulate(inst.data, place.tolist(), windows)
+
+
+@SETTINGS
+@given(st.integers(0, 10**6))
+def test_batch_equals_one_by_one(seed):
+    inst, place, _, rng = _case(seed)
+    sets = [random_windows(inst, place, rng) for _ in range(5)] + [[]]
+    got = simulate_batch(inst, place, sets)
+    assert got.tolist() == [simulate(inst, _sol(inst, place, ws)) for ws in sets]
+
+
+def _neighbour(inst, place, windows, rng):
+    """A random one-window change that keeps the set valid: (slot, new window or None)."""
+    for _ in range(20):
+        fresh = random_windows(inst, place, rng, density=0.9)
+        slot = int(rng.integers(0, len(windows) + 1))
+        live = [w for w in windows if w is not None]
+        if slot < len(windows) and windows[slot] is not None and rng.random() < 0.3:
+            return slot, None
+        pool = [w for w in fresh if w not in live]
+        if not pool:
+            continue
+        cand = pool[int(rng.integers(0, len(pool)))]
+        trial = [w for s, w in enumerate(windows) if w is not None and s != slot] + [cand]
+        if not violations(inst, _sol(inst, place, trial)) or \
+                {v.rule for v in violations(inst, _sol(inst, place, trial))} <= {"capacity"}:
+            return slot, cand
+    return None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.sampled_from([1, 2, 3, 8]))
+def test_incremental_resimulation_equals_a_full_one(seed, K):
+    inst, place, windows, rng = _case(seed, n_ops=12, n_tensors=12)
+    sim = Simulation(inst, place, windows, K=K, spare=1)  # spare=1: the queues must grow too
+    assert sim.latency == simulate(inst, _sol(inst, place, windows))
+    current = list(windows)
+    for _ in range(12):
+        change = _neighbour(inst, place, current, rng)
+        if change is None:
+            break
+        slot, new = change
+        got = sim.try_change(slot, new)
+        trial = list(current) + [None] * (slot == len(current))
+        trial[slot] = new
+        full = reference.simulate(inst.data, place.tolist(), [w for w in trial if w is not None])
+        assert close(got, full)
+        if rng.random() < 0.5:
+            sim.accept()
+            current = trial
+        else:
+            sim.reject()
+        live = [w for w in current if w is not None]
+        assert close(sim.full_latency(), reference.simulate(inst.data, place.tolist(), live))
+    sim.accept()
+    assert close(sim.latency, simulate(inst, _sol(inst, place, sim.solution_windows())))
+
+
+def test_every_access_windows_of_bert_match_the_reference():
+    from memplace.instances import load
+    inst = load("bert-base@nnpi")
+    place = inst.slowest_placement()
+    windows = every_access_windows(inst, place)
+    assert len(windows) == 677
+    assert violations(inst, _sol(inst, place, windows)) == []
+    got = simulate(inst, _sol(inst, place, windows))
+    assert close(got, reference.simulate(inst.data, place.tolist(), windows))
+    assert got < latency(inst, place)  # reads at SRAM speed, copies overlapping compute
+
+
+def test_window_changes_of_a_tensor_slot_keep_other_slots():
+    inst, place, windows, rng = _case(7)
+    sim = Simulation(inst, place, windows, K=2)
+    if windows:
+        sim.try_change(0, None)
+        sim.accept()
+        assert sim.windows[0] is None and sim.solution_windows() == tuple(windows[1:])
+        assert isinstance(windows[0], Window)
