@@ -22,7 +22,16 @@ from memplace.model.core.reading import MAX_BYTES, MAX_TOTAL, gc_paused, is_int,
 
 FORMAT = "memplace-instance/1"
 UNBOUNDED = np.iinfo(np.int64).max  # capacity of a level whose capacity is null
-_MISSING = object()  # stands for a key that is absent
+
+
+class _Missing:
+    """Stands for a key that is absent (shown as such in error messages)."""
+
+    def __repr__(self) -> str:
+        return "nothing (the key is missing)"
+
+
+_MISSING = _Missing()
 
 
 @dataclass(frozen=True)
@@ -387,6 +396,10 @@ def _int64(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:
     return None
 
 
+_TENSOR_KEYS = ("name", "kind", "size", "accesses", "producer")
+_TENSOR_FIELDS = operator.itemgetter(*_TENSOR_KEYS)
+
+
 def _check_tensors(tensors: list[Any], n_ops: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Check every tensor (spec section 2); return size and is_weight per tensor, and
@@ -394,10 +407,12 @@ def _check_tensors(tensors: list[Any], n_ops: int
     T = len(tensors)
     if set(map(type, tensors)) != {dict}:
         _check_named("tensor", tensors)
-    # One pass over the tensors for every field (a missing producer is _MISSING).
-    names, kinds, raw_sizes, accesses, raw_producers = zip(*[
-        (tensor.get("name"), tensor.get("kind"), tensor.get("size"), tensor.get("accesses"),
-         tensor.get("producer", _MISSING)) for tensor in tensors])
+    # One pass over the tensors for every field (a missing key is _MISSING).
+    try:
+        rows = list(map(_TENSOR_FIELDS, tensors))
+    except KeyError:
+        rows = [tuple(tensor.get(key, _MISSING) for key in _TENSOR_KEYS) for tensor in tensors]
+    names, kinds, raw_sizes, accesses, raw_producers = zip(*rows)
     if set(map(type, names)) != {str}:
         _check_named("tensor", tensors)
 
