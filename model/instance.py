@@ -97,11 +97,12 @@ class Instance:
     @classmethod
     def from_file(cls, path: str | Path) -> "Instance":
         path = Path(path)
-        try:
-            with gc_paused():
-                return cls(read_json(path, "instance file", InstanceError))
-        except InstanceError as exc:
-            raise InstanceError(f"{path}: {exc}") from None
+        with gc_paused():
+            data = read_json(path, "instance file", InstanceError)  # errors name the file
+            try:
+                return cls(data)
+            except InstanceError as exc:
+                raise InstanceError(f"{path}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return self.data

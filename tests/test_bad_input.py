@@ -167,7 +167,7 @@ def test_mutated_instance_loads_valid_or_gives_one_error_line(name, tmp_path):
             inst = Instance.from_file(path)
         except InstanceError as exc:
             assert_clean_error(exc, InstanceError)
-            assert str(path) in str(exc)  # names the file
+            assert str(exc).count(str(path)) == 1  # names the file, once
             assert_cli_refuses("instances", "show", path)
         else:
             assert inst.n_tensors == inst.size.size and (inst.size > 0).all()
@@ -271,7 +271,7 @@ def test_mutated_solution_evaluates_or_gives_one_error_line(solved, tmp_path):
             Solution.read(path, inst)
         except SolutionError as exc:
             assert_clean_error(exc, SolutionError)
-            assert str(path) in str(exc)
+            assert str(exc).count(str(path)) == 1
             assert_cli_refuses("evaluate", "vgg16@edge-npu", path)
             assert_cli_refuses("validate", "vgg16@edge-npu", path)
         else:
