@@ -315,9 +315,6 @@ def _named(kind: str, index: int, item: Any) -> str:
 
 def _check_named(kind: str, items: list[Any]) -> None:
     """Every item is an object with a string name (spec section 2)."""
-    if set(map(type, items)) == {dict} and \
-            set(map(type, [item.get("name") for item in items])) == {str}:
-        return
     for index, item in enumerate(items):
         _named(kind, index, item)
 
@@ -328,12 +325,17 @@ def _first(mask: np.ndarray) -> int:
 
 def _check_ops(ops: list[Any]) -> np.ndarray:
     """Check the ops; return their flops as float64."""
-    _check_named("op", ops)
-    raw = [op.get("flops") for op in ops]
+    try:
+        names, raw = zip(*map(_OP_FIELDS, ops))
+    except (KeyError, TypeError):  # a key missing or an op that is not an object
+        names, raw = (), ()
+    if set(map(type, names)) != {str}:
+        _check_named("op", ops)
+        raw = tuple(op.get("flops") for op in ops)
     flops = None
     if set(map(type, raw)) <= {float, int}:
         try:
-            flops = np.array(raw, np.float64)
+            flops = np.fromiter(raw, np.float64, len(raw))
         except OverflowError:  # an integer beyond a float's range
             pass
     if flops is None:
@@ -397,6 +399,7 @@ def _int64(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:
     return None
 
 
+_OP_FIELDS = operator.itemgetter("name", "flops")
 _TENSOR_KEYS = ("name", "kind", "size", "accesses", "producer")
 _TENSOR_FIELDS = operator.itemgetter(*_TENSOR_KEYS)
 
