@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "memplace.bench.cli.solve",
     "memplace.bench.cli.bench",
     "memplace.bench.cli.envs",
+    "memplace.bench.cli.onnx_import",
 )
 
 
