@@ -247,6 +247,16 @@ def test_bad_bytes_and_huge_size_exit_2_in_a_real_process(tmp_path):
         assert run.stderr.startswith("error: ") and word in run.stderr
 
 
+def test_a_bad_hardware_file_for_import_gives_one_error_line(tmp_path):
+    model, hardware = tmp_path / "model.onnx", tmp_path / "hardware.json"
+    model.write_bytes(b"not read: the hardware file is checked first")
+    for data, words in ((b"\xff\xfe{}", "not UTF-8"), (b'{"compute_rate": NaN}', "NaN"),
+                        (b"[" * 3000 + b"]" * 3000, "nested")):
+        hardware.write_bytes(data)
+        line = assert_cli_refuses("import", model, "--hardware", hardware, "-o", tmp_path / "x.json")
+        assert "hardware file" in line and words in line, line
+
+
 # ---------------------------------------------------------------------- solutions
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory):
