@@ -1,5 +1,5 @@
-"""Reading (and writing) a user's file at the edge: it exists, is a file, is not huge, is UTF-8 and,
-for JSON, is strict JSON of bounded nesting.
+"""Reading (and writing) a user's file at the edge: it exists, is a file, is not huge,
+is UTF-8 and, for JSON, is strict JSON of bounded nesting.
 
 Every reader of the project (instance and solution JSON, MiniMalloc CSV, plan TOML,
 `runs.jsonl`) goes through these functions, so the same bad input gets the same
@@ -14,6 +14,9 @@ what is wrong, never a traceback:
 - JSON nested more than `MAX_NESTING` levels deep (a RecursionError later, in
   whatever walks or re-serialises the value, otherwise);
 - integers with more digits than Python converts (its 4300-digit guard).
+
+`write_atomically` writes an output through a temporary file renamed into place, so
+a command that fails never leaves a half-written or clobbered file behind.
 
 Range checks of the values themselves (integers beyond 64 bits, negative sizes, ...)
 belong to each reader, which knows what a field means; `shown` formats an offending
