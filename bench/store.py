@@ -49,7 +49,9 @@ OK_STATUSES = ("optimal", "feasible")
 FAIL_STATUSES = ("error", "timeout", "killed", "oom")
 FIELDS = ("instance", "instance_source", "instance_sha256", "solver", "params", "seed",
           "time_limit", "status", "latency", "lower_bound", "wall_s", "evaluations", "trace",
-          "placement", "offsets", "notes", "error", "version", "machine")
+          "placement", "offsets", "notes", "error", "version", "machine", "problem")
+# Fields a record written before they existed may lack (a missing `problem` means static).
+LATER_FIELDS = ("problem",)
 
 
 class RunsFileError(MemplaceError):
@@ -128,18 +130,19 @@ _FIELD_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "error": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "version": (lambda v: isinstance(v, str), "a string"),
     "machine": (lambda v: isinstance(v, dict), "an object"),
+    "problem": (lambda v: isinstance(v, str), "a problem's name (a string)"),
 }
 
 
 def _record_problem(record: Any) -> str | None:
     if not isinstance(record, dict):
         return "not a JSON object"
-    missing = [key for key in FIELDS if key not in record]
+    missing = [key for key in FIELDS if key not in record and key not in LATER_FIELDS]
     if missing:
         return f"missing field {missing[0]!r}"
     for key in FIELDS:
         check, meaning = _FIELD_RULES[key]
-        if not check(record[key]):
+        if key in record and not check(record[key]):
             return f"field {key!r} must be {meaning}, got {shown(record[key])}"
     if record["status"] in OK_STATUSES and (record["latency"] is None or record["placement"] is None):
         return f"status {record['status']!r} needs a latency and a placement"

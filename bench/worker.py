@@ -66,7 +66,8 @@ def failure_record(task: Task, status: str, error: str, wall_s: float,
 def base_record(task: Task) -> dict[str, Any]:
     return {"instance": task.instance, "instance_source": task.source,
             "instance_sha256": task.sha256, "solver": task.solver,
-            "params": task.params, "seed": task.seed, "time_limit": task.time_limit}
+            "params": task.params, "seed": task.seed, "time_limit": task.time_limit,
+            "problem": task.problem}
 
 
 def result_record(task: Task, inst, result) -> dict[str, Any]:
@@ -110,8 +111,11 @@ def run(task: Task) -> dict[str, Any]:
                                   time.perf_counter() - began)
         _load_kernels(task.solver)
         _arm_limits(task)
-        result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
-                       problem=prob, **task.params)
+        try:
+            result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
+                           problem=prob, **task.params)
+        finally:  # a run in the caller's own process must not leave its alarm armed
+            signal.setitimer(signal.ITIMER_REAL, 0)
         return result_record(task, inst, result)
     except MemoryError:
         return failure_record(task, "oom", f"out of memory (limit {task.memory_limit_mb} MB)"
@@ -131,7 +135,7 @@ def _load_kernels(solver: str) -> None:
     from memplace.model import warmup
     from memplace.solvers.static.warm import warm_solvers
     warmup()
-    if solver in builtin_solvers():
+    if solver in builtin_solvers():  # the static problem's (residency solvers warm themselves)
         warm_solvers([solver])
 
 
@@ -150,7 +154,6 @@ def main() -> None:
     sys.stdout = sys.stderr
     task = Task.from_dict(json.loads(sys.stdin.read()))
     record = run(task)
-    signal.setitimer(signal.ITIMER_REAL, 0)
     out.write(json.dumps(record, allow_nan=False) + "\n")
     out.flush()
     sys.stderr.flush()
