@@ -146,6 +146,12 @@ def _record_problem(record: Any) -> str | None:
             return f"field {key!r} must be {meaning}, got {shown(record[key])}"
     if record["status"] in OK_STATUSES and (record["latency"] is None or record["placement"] is None):
         return f"status {record['status']!r} needs a latency and a placement"
+    if "problem" in record:
+        from memplace.model.core.problem import problem
+        try:
+            problem(record["problem"])
+        except MemplaceError as exc:
+            return str(exc)
     return None
 
 
