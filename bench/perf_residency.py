@@ -12,18 +12,13 @@ per-call time of `Simulation.try_change` is printed beside them.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from memplace.bench.perf import c_library
 from memplace.model import Instance
 from memplace.model.residency import ResidencySolution, Simulation, Window, reference, valid_from
 from memplace.model.residency import encoding, kernels
@@ -264,24 +259,9 @@ def _best_of(fn, repeats: int) -> float:
 
 
 def _c_library() -> ctypes.CDLL | None:
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        return None
-    digest = hashlib.sha256(C_SOURCE.encode()).hexdigest()[:12]
-    folder = Path(tempfile.gettempdir()) / "memplace-perf"
-    folder.mkdir(exist_ok=True)
-    lib = folder / f"residency_{digest}.so"
-    if not lib.exists():
-        src = folder / f"residency_{digest}.c"
-        src.write_text(C_SOURCE)
-        tmp = folder / f".{os.getpid()}.so"
-        done = subprocess.run([compiler, "-O3", "-march=native", "-ffp-contract=off", "-shared",
-                               "-fPIC", str(src), "-o", str(tmp)], capture_output=True)
-        if done.returncode != 0:
-            return None
-        os.replace(tmp, lib)
-    lib = ctypes.CDLL(str(lib))
-    lib.simulate.restype = ctypes.c_double
+    lib = c_library(C_SOURCE, "residency", ("-ffp-contract=off",))
+    if lib is not None:
+        lib.simulate.restype = ctypes.c_double
     return lib
 
 
@@ -302,7 +282,7 @@ def _c_ns(inst: Instance, enc: encoding.Enc, reps: int, repeats: int, expected: 
     return _best_of(lambda: lib.simulate(*args, i64(reps)), repeats) / reps * 1e9
 
 
-def measure(inst: Instance, changes: int = 2000, K: int = 8, seed: int = 0,
+def measure(inst: Instance, changes: int = 2000, K: int = 4, seed: int = 0,
             repeats: int = 5) -> ResidencyPerf:
     """Nanoseconds per simulation (kernel, C, reference, batch) and per one-window change."""
     i = inst
@@ -339,6 +319,8 @@ def measure(inst: Instance, changes: int = 2000, K: int = 8, seed: int = 0,
     for _ in range(repeats):  # interleaved, so that both see the same machine
         full = min(full, _best_of(lambda: _changes(False, *args, out_full), 1) / changes)
         incremental = min(incremental, _best_of(lambda: _changes(True, *args, out_incr), 1) / changes)
+    model.try_change(int(slots[0]), None)  # compile (or load) the Python path's kernels first
+    model.reject()
     stops = 0
     began = time.thread_time()
     for j in range(changes):

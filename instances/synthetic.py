@@ -16,11 +16,11 @@ elementwise, 1 flop per output element.
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
+
+from memplace.model.core.reading import gc_paused
 
 WEIGHT_PROBABILITY = 0.6
 SKIP_PROBABILITY = 0.25
@@ -30,24 +30,11 @@ SOURCE = ("memplace synthetic layered DAG (instances/synthetic.py): layers of 1-
           "1-3 inputs from recent layers, log-uniform int8 sizes, flops from sizes")
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cycle collector: building ~10^5 small dicts otherwise triggers it
-    hundreds of times, for more than half of the run time, with nothing to collect."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def synthetic_workload(n_ops: int, seed: int = 0) -> dict[str, Any]:
     """A workload dict named `synth-{n_ops}` with exactly `n_ops` ops, drawn from `seed`."""
     if n_ops < 2:
         raise ValueError(f"a synthetic workload needs at least 2 ops, got {n_ops}")
-    with _no_gc():
+    with gc_paused():  # ~10^5 small dicts, nothing to collect
         return _synthetic(n_ops, seed)
 
 

@@ -8,6 +8,7 @@ re-checks any answer independently of how it was found.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -263,19 +264,38 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
     return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower
 
 
-def budgeted_packer(exact_budget_s: float = 5.0) -> Packer:
+def budgeted_packer(exact_budget_s: float = 5.0, heuristic_budget_s: float | None = None) -> Packer:
     """A packer for many calls in a row (a placement's addressed levels, solve after
-    solve): the best compiler heuristic, then the exact search sharing `exact_budget_s`
-    seconds over all calls (at most 2 s a call); "failed" when neither packs."""
-    best, exact = PACKERS["best-heuristic"], PACKERS["exact"]
+    solve): the best compiler heuristic, then the exact search alone (the heuristics
+    already failed) sharing `exact_budget_s` seconds over all calls (at most 2 s a call);
+    "failed" when neither packs.
+
+    With `heuristic_budget_s`, the heuristics get that many seconds over all calls (None:
+    no limit; they take milliseconds on levels of a few thousand tensors, so only huge
+    levels reach a budget of seconds): rectify packs again after each tensor it moves
+    down, so on a large level (10^5 tensors) that fails to pack they would otherwise run
+    once per tensor moved. Once both budgets are spent the packer fails at once and says
+    so (`run.first_fit_only`), and rectify falls back to its canonical first-fit and
+    moves every unplaced tensor down at once, as it does without a packer."""
+    best, search = PACKERS["best-heuristic"], PACKERS["exact-search"]
     left = [exact_budget_s]
+    heuristics_left = [math.inf if heuristic_budget_s is None else heuristic_budget_s]
 
     def run(sizes, lowers, uppers, aligns, capacity, time_limit):
-        status, offsets, nodes = best(sizes, lowers, uppers, aligns, capacity, None)
-        if status == "packed" or left[0] <= 0.05:
-            return status, offsets, nodes
-        began = time.perf_counter()
-        status, offsets, nodes = exact(sizes, lowers, uppers, aligns, capacity, min(left[0], 2.0))
-        left[0] -= time.perf_counter() - began
-        return ("packed" if status == "packed" else "failed"), offsets, nodes
+        status, offsets, nodes = "failed", np.full(sizes.size, -1, np.int64), 0
+        if heuristics_left[0] > 0:
+            began = time.perf_counter()
+            status, offsets, nodes = best(sizes, lowers, uppers, aligns, capacity, None)
+            heuristics_left[0] -= time.perf_counter() - began
+            if status == "packed":
+                return status, offsets, nodes
+        if left[0] > 0.05:
+            began = time.perf_counter()
+            status, offsets, nodes = search(sizes, lowers, uppers, aligns, capacity, min(left[0], 2.0))
+            left[0] -= time.perf_counter() - began
+            if status == "packed":
+                return status, offsets, nodes
+        run.first_fit_only = heuristics_left[0] <= 0 and left[0] <= 0.05
+        return "failed", offsets, nodes
+    run.first_fit_only = False
     return run

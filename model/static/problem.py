@@ -67,9 +67,10 @@ class StaticProblem:
 
     def default_packer(self, time_limit: float | None) -> Packer:
         """The packer for addressed levels: compiler heuristics, then the exact search with
-        a budget of a tenth of the time limit (at most 5 s); where both fail, rectify's
-        canonical first-fit says what moves down."""
-        return budgeted_packer(5.0 if time_limit is None else min(5.0, 0.1 * time_limit))
+        a budget of a tenth of the time limit (at most 5 s), the heuristics with the same
+        budget of their own; where both fail, rectify's canonical first-fit says what moves down."""
+        budget = 5.0 if time_limit is None else min(5.0, 0.1 * time_limit)
+        return budgeted_packer(budget, heuristic_budget_s=budget)
 
     def finish(self, instance: Instance, solution: Placed, packer: Packer | None,
                notes: dict[str, Any]) -> tuple[Placed, list[str], bool]:

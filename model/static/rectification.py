@@ -15,7 +15,9 @@ that would be evicted last is placed first); with it, all unplaced tensors move
 down at once (moving them one at a time gives the same result, as first-fit never
 revisits earlier choices). With a packer, the level is packed by it; if it fails,
 the canonical first-fit says which tensors cannot be placed, they move one at a
-time, smallest traffic/size first, and the level is packed again.
+time, smallest traffic/size first, and the level is packed again, until the packer
+says it has given up for good (`first_fit_only`: its budgets are spent), when all move
+at once as with the canonical first-fit.
 """
 from __future__ import annotations
 
@@ -124,7 +126,11 @@ def _pack_level(i: Instance, place: np.ndarray, load: np.ndarray, offsets: np.nd
             names = ", ".join(i.tensor_label(int(t)) for t in unplaced[:3])
             raise InstanceError(f"level {l} {i.levels[l].name!r} is the last level and addressed, "
                                 f"but {names} cannot be given offsets there")
-        evict = unplaced if packer is None else unplaced[[np.argmin(i.rectify_rank[unplaced])]]
+        # First-fit never revisits a choice, so with it moving all unplaced tensors at
+        # once equals moving them one at a time; a packer that has fallen back to
+        # first-fit for good says so with `first_fit_only`.
+        at_once = packer is None or getattr(packer, "first_fit_only", False)
+        evict = unplaced if at_once else unplaced[[np.argmin(i.rectify_rank[unplaced])]]
         for t in evict:
             place[t] = l + 1
             load[l, i.start[t]:i.end[t] + 1] -= i.size[t]
