@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "memplace.bench.cli.solve",
     "memplace.bench.cli.bench",
     "memplace.bench.cli.envs",
+    "memplace.bench.cli.residency",
 )
 
 

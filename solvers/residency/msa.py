@@ -160,9 +160,9 @@ class _Assignment:
         for t in range(i.n_tensors):  # homes in fast levels take their space first
             h = int(self.homes[t])
             if h < slowest:
-                self.fast.allocate(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]))
-                if h in self.fast.chunks and self.home_offsets is not None:
-                    self.fast.chunks[h][("home", t)][0] = int(self.home_offsets[t])
+                offset = None if self.home_offsets is None else int(self.home_offsets[t])
+                self.fast.reserve(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
+                                  offset)
         self.sim = Simulation(i, self.homes, [])
         self.kept: list[_Open] = []
         self.stats = MsaStats()
