@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "memplace.bench.cli.bench",
     "memplace.bench.cli.envs",
     "memplace.bench.cli.residency",
+    "memplace.bench.cli.bound",
 )
 
 
