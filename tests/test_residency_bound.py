@@ -26,8 +26,8 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 MSA_TABLE = Path(__file__).resolve().parent.parent / "results" / "residency-msa" / "table_residency_msa.csv"
 
 
-def _bound(inst: Instance, time_limit: float | None = None) -> float:
-    return solve_relaxation(formulate(inst), time_limit).bound
+def _bound(inst: Instance, time_limit: float | None = None, starts: bool = True) -> float:
+    return solve_relaxation(formulate(inst, binary_starts=starts), time_limit).bound
 
 
 def _random_case(seed: int):
@@ -94,17 +94,21 @@ def test_a_prefetch_hidden_by_compute_is_proven_optimal():
     assert simulate(inst, static) == pytest.approx(25.6)
 
 
-def test_a_copy_longer_than_the_idle_time_is_charged_by_the_channel_row():
-    # op 2 computes 2 s: the 5 s copy cannot hide. The best solution waits 3 s (16.1 s);
-    # the relaxation may move 40 B of W during op 0 (fractional occupancy: A + 0.8 W fit)
-    # and the rest in op 2's idle time, so its value is the trivial 13.1 s here: a
-    # bound, below the optimum, never above.
+def test_start_binaries_make_a_copy_longer_than_the_idle_time_exact():
+    # op 2 computes 2 s: the 5 s copy cannot hide. The best solution starts the copy
+    # at op 2 (any earlier start overfills SRAM beside A) and waits 3 s: 16.1 s.
+    # Without start binaries the relaxation may move 40 B of W during op 0 (fractional
+    # occupancy: A + 0.8 W fit) and the rest in op 2's idle time: the trivial 13.1 s.
+    # With them the window occupies SRAM from its start, so the bound is 16.1 s.
     inst = _hand(2.0)
     sol = ResidencySolution(inst.name, np.array([0, 1]), None, (Window(1, 0, 2, 3, 3),))
     assert simulate(inst, sol) == pytest.approx(10 + 0.6 + 2 + 3 + 0.5)
-    bound = _bound(inst)
-    assert bound <= simulate(inst, sol)
-    assert bound == pytest.approx(13.1, rel=1e-5)
+    loose = solve_relaxation(formulate(inst, binary_starts=False), None).bound
+    assert loose == pytest.approx(13.1, rel=1e-5)
+    res = bound_and_incumbent(inst, None, seeds=False)
+    assert res.bound == pytest.approx(16.1, rel=1e-5) and res.bound <= 16.1
+    assert res.solution.latency == pytest.approx(16.1, rel=1e-12) and res.optimal
+    assert [(w.start, w.first) for w in res.solution.windows] == [(2, 3)]
 
 
 def _msa_latencies() -> dict[str, float]:
@@ -118,7 +122,7 @@ SMALL_COMMITTED = [n for n in builtin_names() if load(n).n_ops <= 60]
 @pytest.mark.parametrize("name", SMALL_COMMITTED)
 def test_bound_is_below_compiler_and_msa_on_committed_instances(name):
     inst = load(name)
-    bound = _bound(inst, time_limit=0.5)
+    bound = _bound(inst, time_limit=0.5, starts=False)
     compiler = solve(inst, "compiler", time_limit=None, problem="static").latency
     assert bound <= compiler * (1 + 1e-9)
     msa = _msa_latencies().get(name)

@@ -22,8 +22,12 @@ Columns (fractions of a tensor, times in units of `scale` seconds):
                  indicator (<= x[t, h])
     V[t, h, j]   cumulative share of t's eviction (home h) moved by the end of
                  interval j, j in producer + 1 .. end_t - 1 (<= x[t, h])
-    Q[t, l, j]   the defining window in l occupies step j: >= g[t, l, i] over
-                 (k_{i-1}, k_i] and >= w[t, l, 1] - sum_h V[t, h, j - 1]
+    Q[t, l, j]   binary (`binary_holds`): the defining window in l occupies step j:
+                 >= g[t, l, i] over (k_{i-1}, k_i] and >= w[t, l, 1] - sum_h V[t, h, j - 1]
+    Y[t, l, i, j]  binary (`binary_starts`): the prefetch window first serving access i
+                 has started by step j: non-decreasing, sum_h F[., j] <= Y[j] (no byte
+                 moves before the start), Y[k_i - 1] = sum_h F[., k_i - 1]; in the
+                 capacity rows Y replaces F (the window occupies every step from its start)
     E[k]         length of interval k: op k's run plus the wait before op k + 1
 
     w[t, l, i] <= g[t, l, i] + c[t, l, i] + sum_h F[t, l, h, i, k_i - 1]
@@ -70,7 +74,8 @@ Why every valid solution is a feasible point (the argument, step by step):
    with hold >= k_i while it serves access i and hold >= due - 1 while its eviction is
    incomplete (Q <= 1 = its occupancy); a continuing window occupies (k_{i-1}, k_i];
    a prefetch window occupies every step from its start (<= the first interval F > 0)
-   to k_i, and F <= 1 there. Terms of one window never overlap in a step and two
+   to k_i, and F <= 1 there; Y, where modelled, is exactly [start <= j]. Q, binary or
+   not, is at most the defining window's 0/1 occupancy. Terms of one window never overlap in a step and two
    windows of one tensor in one level have disjoint occupancies, so the sum of terms
    of t in l at step j is at most t's true occupancy: every capacity row holds (on
    addressed levels offsets are ignored, which only relaxes).
@@ -137,6 +142,7 @@ class Relaxation:
     lo: np.ndarray  # lo_t of every tensor
     evict: dict[tuple[int, int], list[int]]  # (t, h) -> V columns over p+1 .. end-1
     cont: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (t, l, i) -> c column
+    starts: dict[tuple[int, int, int], list[int]] = field(default_factory=dict)  # (t, l, i) -> Y columns
     stats: dict = field(default_factory=dict)
 
     @property
@@ -150,8 +156,10 @@ def _accesses(inst: Instance, t: int) -> list[tuple[int, int, int]]:
     return [(int(inst.access_op[a]), int(inst.op_bytes[a]), int(a)) for a in idx]
 
 
-def formulate(inst: Instance) -> Relaxation:
-    """Build the relaxation of `inst` (module docstring)."""
+def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = True) -> Relaxation:
+    """Build the relaxation of `inst` (module docstring). `binary_starts` adds the
+    binary start indicators Y of prefetch windows, `binary_holds` makes the defining
+    window's occupancy Q binary (both: stronger bound, exact occupancies, slower)."""
     T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
     last = L - 1
     b = _Builder()
@@ -178,6 +186,7 @@ def formulate(inst: Instance) -> Relaxation:
     prefetch: dict[tuple[int, int, int, int], list[int]] = {}
     evict: dict[tuple[int, int], list[int]] = {}
     conts: dict[tuple[int, int, int], int] = {}
+    starts: dict[tuple[int, int, int], list[int]] = {}
     lo_of = np.zeros(T, np.int64)
 
     def shares(cols: list[int], first_j: int, h: int, t: int) -> None:
@@ -272,6 +281,7 @@ def formulate(inst: Instance) -> Relaxation:
                         occupancy[l][j].append((c, size))
                 pf_last: list[int] = []
                 if lo <= k - 1:
+                    pf_cols: list[list[int]] = []
                     for h in range(l + 1, L):
                         if x[t, h] < 0:
                             continue
@@ -279,11 +289,26 @@ def formulate(inst: Instance) -> Relaxation:
                         prefetch[t, l, h, i] = cols
                         b.row([(cols[-1], 1.0), (int(x[t, h]), -1.0)], hi=0.0)
                         shares(cols, lo, h, t)
-                        for m, col in enumerate(cols):
-                            occupancy[l][lo + m].append((col, size))
-                        occupancy[l][k].append((cols[-1], size))
+                        pf_cols.append(cols)
                         pf_last.append(cols[-1])
                         serve.append((cols[-1], -1.0))
+                    if binary_starts and pf_cols:
+                        # Y[j]: the window has started by step j (binary, non-decreasing);
+                        # no byte moves before it, and it occupies every step from it
+                        ys = [b.col(integer=True) for _ in range(lo, k)]
+                        for m, y in enumerate(ys):
+                            if m:
+                                b.row([(y, 1.0), (ys[m - 1], -1.0)], 0.0)
+                            b.row([(y, -1.0)] + [(cols[m], 1.0) for cols in pf_cols], hi=0.0)
+                            occupancy[l][lo + m].append((y, size))
+                        b.row([(ys[-1], 1.0)] + [(cols[-1], -1.0) for cols in pf_cols], 0.0, 0.0)
+                        starts[t, l, i] = ys
+                    else:
+                        for cols in pf_cols:
+                            for m, col in enumerate(cols):
+                                occupancy[l][lo + m].append((col, size))
+                    for cols in pf_cols:
+                        occupancy[l][k].append((cols[-1], size))
                 if p >= 0 and i == 0:
                     pass  # w[., 1] is the defining window itself
                 else:
@@ -293,7 +318,7 @@ def formulate(inst: Instance) -> Relaxation:
                 # Q: the defining window's occupancy
                 wi = w_first[-1]
                 for j in range(p, end + 1):
-                    q = b.col()
+                    q = b.col(integer=binary_holds)  # binary: held until evicted
                     occupancy[l][j].append((q, size))
                     # >= g over (k_{i-1}, k_i]
                     for i, (k, _, _) in enumerate(acc):
@@ -343,7 +368,7 @@ def formulate(inst: Instance) -> Relaxation:
                 n_cap += 1
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
              "binaries": int(sum(b.integer)), "capacity_rows": n_cap}
-    return Relaxation(inst, scale, b, x, s, prefetch, lo_of, evict, conts, stats)
+    return Relaxation(inst, scale, b, x, s, prefetch, lo_of, evict, conts, starts, stats)
 
 
 def highs_lp(model: Relaxation, relax: bool = False):
