@@ -7,6 +7,17 @@ from memplace.instances.catalog import (COMMITTED, DATA_DIR, RESIDENCY_SET, WORK
 from memplace.instances.hardware import HARDWARE, hardware_preset
 from memplace.instances.synthetic import synthetic_workload
 
+# The ONNX importer needs the optional extra `memplace[onnx]`: loaded on first use.
+_ONNX_NAMES = ("from_onnx", "to_onnx", "save_onnx")
+
+
+def __getattr__(name: str):
+    if name in _ONNX_NAMES:
+        import memplace.instances.onnx as onnx_import
+        return getattr(onnx_import, name)
+    raise AttributeError(f"module 'memplace.instances' has no attribute {name!r}")
+
+
 __all__ = [
     "COMMITTED", "DATA_DIR", "HARDWARE", "RESIDENCY_SET", "WORKLOADS", "build_instance",
     "builtin_names", "builtin_path", "committed_specs", "dumps", "hardware_preset", "load",

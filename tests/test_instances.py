@@ -213,3 +213,13 @@ def test_cli_regenerate_rewrites_data_files(runner, monkeypatch, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "mobilenetv2[batch=2]@edge-tpu.json", "resnet50@nnpi.json", "synth-100@gpu.json"]
     assert json.loads((tmp_path / "synth-100@gpu.json").read_text()) == build_instance("synth-100", "gpu")
+
+
+def test_only_a_preset_whose_source_documents_its_copy_rate_sets_copy_bandwidth():
+    setting = [name for name, hw in HARDWARE.items()
+               if any("copy_bandwidth" in level for level in hw["levels"])]
+    assert setting == ["edge-tpu"]
+    assert "DMA" in HARDWARE["edge-tpu"]["source"]
+    # the others copy at the level's bandwidth (spec section 9's default)
+    assert load("resnet50@nnpi").copy_bandwidth.tolist() == load("resnet50@nnpi").bandwidth.tolist()
+    assert load("resnet50@edge-tpu").copy_bandwidth.tolist() == [6.4e10, 5e8]

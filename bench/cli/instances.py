@@ -82,22 +82,30 @@ def show_command(instance: str) -> None:
 
 @instances_group.command("export")
 @click.argument("instance")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="the instance file to write")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="the instance file to write")
+@click.option("--onnx", "onnx_output", type=click.Path(dir_okay=False),
+              help="write the workload as an ONNX graph instead (weights: zeros in OUT.data)")
 @click.option("--batch", type=int, help="rebuild WORKLOAD@HARDWARE with this batch size")
 @click.option("--width", type=int, help="rebuild with this element width in bytes")
 @click.option("--seq-len", type=int, help="rebuild a language model with this sequence length")
 @click.option("--seed", type=int, help="rebuild a synthetic workload with this seed")
-def export_command(instance: str, output: str, batch: int | None, width: int | None,
-                   seq_len: int | None, seed: int | None) -> None:
-    """Write INSTANCE to a memplace-instance/1 file.
+def export_command(instance: str, output: str | None, onnx_output: str | None,
+                   batch: int | None, width: int | None, seq_len: int | None,
+                   seed: int | None) -> None:
+    """Write INSTANCE to a memplace-instance/1 file (-o), or its workload as ONNX (--onnx).
 
     INSTANCE is a built-in name or a file; any WORKLOAD@HARDWARE of the catalog
-    (e.g. synth-5000@gpu) is built anew, as is every instance given parameters."""
+    (e.g. synth-5000@gpu) is built anew, as is every instance given parameters.
+    With --onnx, INSTANCE may be a bare WORKLOAD name (resnet50, bert-base, ...)."""
     from memplace.instances import build_instance, builtin_names, dumps, load
     from memplace.model import Instance
     params = {k: v for k, v in (("batch", batch), ("width", width), ("seq_len", seq_len),
                                 ("seed", seed)) if v is not None}
+    if (output is None) == (onnx_output is None):
+        raise MemplaceError("give exactly one of -o OUTPUT (an instance file) and --onnx OUT.onnx")
+    if onnx_output is not None:
+        _export_onnx(instance, onnx_output, params)
+        return
     workload_name, sep, hardware_name = instance.partition("@")
     if params or (sep and instance not in builtin_names() and not Path(instance).is_file()):
         if not sep:
@@ -108,6 +116,18 @@ def export_command(instance: str, output: str, batch: int | None, width: int | N
         data = load(instance).to_dict()
     Path(output).write_text(dumps(data), encoding="utf-8")
     click.echo(f"wrote {output} ({data['name']})")
+
+
+def _export_onnx(instance: str, output: str, params: dict) -> None:
+    from memplace.bench.cli.onnx_import import _onnx_module
+    from memplace.instances import workload
+    save_onnx = _onnx_module().save_onnx
+    workload_name = instance.partition("@")[0]
+    try:
+        data = save_onnx(workload(workload_name, **params), output)
+    except OSError as exc:
+        raise MemplaceError(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {output} and {data} ({workload_name}; weights are zeros, stored sparse)")
 
 
 @instances_group.command("regenerate")

@@ -18,8 +18,9 @@ COMMAND_MODULES = (
     "memplace.bench.cli.pack",
     "memplace.bench.cli.solve",
     "memplace.bench.cli.bench",
-    "memplace.bench.cli.envs",
     "memplace.bench.cli.residency",
+    "memplace.bench.cli.envs",
+    "memplace.bench.cli.onnx_import",
     "memplace.bench.cli.bound",
 )
 

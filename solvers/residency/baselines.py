@@ -6,7 +6,7 @@ against; `compiler` is the static compiler-style placement, the homes msa falls 
 """
 from __future__ import annotations
 
-from memplace.model.residency import ResidencySolution
+from memplace.model.residency import ResidencySolution, lower_bound
 from memplace.solvers import SearchContext, register, solve
 
 
@@ -15,6 +15,7 @@ def _static_as_residency(ctx: SearchContext, solver: str) -> None:
     result = solve(inst, solver, time_limit=None, problem="static")
     offsets = result.offsets if inst.has_addressed_levels else None
     ctx.count(1)
+    ctx.lower_bound = lower_bound(inst)
     ctx.offer(ResidencySolution(inst.name, result.placement, offsets), result.latency)
 
 

@@ -1,0 +1,130 @@
+"""FLOPs of one ONNX node from its static shapes, in the built-in generators' conventions.
+
+2 flops per multiply-accumulate for products and convolutions (a bias folded into
+the accumulator is free, as in `memplace.instances.cnn`); elementwise ops cost a
+small constant per output element (`ELEMENTWISE`), the same constants as
+`memplace.instances.graph.ELEMENTWISE_FLOPS` where both name an op (softmax 5,
+layer norm 8, GELU 8, its erf decomposition Div+Erf+Add+Mul+Mul = 1+4+1+1+1 = 8,
+swish Sigmoid+Mul = 4+1 = 5); pooling one flop per window element and output
+element (global pooling and reductions: one per input element); data movement
+(transpose, gather, slice, concat, pad, ...) 0.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable, Sequence
+
+import onnx
+from onnx import helper
+
+Shape = tuple[int, ...]
+
+ELEMENTWISE: dict[str, float] = {
+    **dict.fromkeys(("Add", "Sub", "Mul", "Div", "Neg", "Abs", "Relu", "LeakyRelu", "PRelu", "Clip",
+                     "Max", "Min", "Mean", "Sum", "Where", "Equal", "Greater", "Less", "GreaterOrEqual",
+                     "LessOrEqual", "And", "Or", "Xor", "Not", "Sign", "Floor", "Ceil", "Round", "Mod",
+                     "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "IsNaN", "IsInf",
+                     "ThresholdedRelu", "Reciprocal", "Sqrt", "Pow", "Shrink"), 1.0),
+    **dict.fromkeys(("Sigmoid", "Tanh", "Exp", "Log", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos",
+                     "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Elu", "Selu",
+                     "Celu"), 4.0),
+    "HardSigmoid": 2.0, "Softsign": 2.0, "HardSwish": 3.0, "Swish": 5.0, "Mish": 6.0, "Gelu": 8.0,
+    "FastGelu": 8.0, "BiasGelu": 9.0, "QuickGelu": 5.0,  # onnxruntime contrib ops
+    "QuantizeLinear": 1.0, "DequantizeLinear": 1.0,
+    "BatchNormalization": 2.0,  # scale and shift per element (not folded: the file keeps it)
+    **dict.fromkeys(("Cast", "CastLike"), 0.0),
+}
+NORMALIZATION: dict[str, float] = dict.fromkeys(
+    ("LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
+     "MeanVarianceNormalization", "RMSNormalization", "SimplifiedLayerNormalization",
+     "SkipLayerNormalization", "LRN"), 8.0)
+SOFTMAX = ("Softmax", "LogSoftmax", "Hardmax")
+REDUCTIONS = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+              "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin",
+              "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "CumSum")
+WINDOW_POOLS = ("MaxPool", "AveragePool", "LpPool")
+DATA_MOVEMENT = ("Transpose", "Concat", "Slice", "Split", "Gather", "GatherElements", "GatherND",
+                 "Pad", "Tile", "Expand", "ScatterND", "ScatterElements", "Scatter", "DepthToSpace",
+                 "SpaceToDepth", "Resize", "Upsample", "Compress", "ReverseSequence", "Trilu",
+                 "OneHot", "NonZero", "Unique", "CenterCropPad", "Col2Im", "SplitToSequence",
+                 "MaxRoiPool", "RoiAlign", "GridSample", "TopK", "EyeLike")
+
+
+def _prod(shape: Sequence[int]) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+def _attr(node: onnx.NodeProto, name: str, default):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _conv(node, ins, outs) -> float:
+    # W: [cout, cin/group, k...]; each output element is a dot product of cin/group*prod(k).
+    return 2.0 * _prod(outs[0]) * _prod(ins[1][1:])
+
+
+def _conv_transpose(node, ins, outs) -> float:
+    # W: [cin, cout/group, k...]; each input element scatters into cout/group*prod(k) outputs.
+    return 2.0 * _prod(ins[0]) * _prod(ins[1][1:])
+
+
+def _matmul(node, ins, outs) -> float:
+    a = ins[0]
+    return 2.0 * _prod(outs[0]) * (a[-1] if a else 1)
+
+
+def _gemm(node, ins, outs) -> float:
+    a = ins[0]
+    k = a[0] if _attr(node, "transA", 0) else a[-1]
+    return 2.0 * _prod(outs[0]) * k
+
+
+def _einsum(node, ins, outs) -> float:
+    equation = _attr(node, "equation", b"")
+    equation = equation.decode() if isinstance(equation, bytes) else equation
+    operands = equation.replace(" ", "").split("->")[0].split(",")
+    sizes: dict[str, int] = {}
+    for term, shape in zip(operands, ins):
+        letters = re.sub(r"\.\.\.", "", term)
+        explicit = shape[len(shape) - len(letters):] if "..." in term else shape
+        for letter, size in zip(letters, explicit):
+            sizes[letter] = max(sizes.get(letter, 1), int(size))
+    batch = 1
+    for term, shape in zip(operands, ins):
+        if "..." in term:
+            batch = max(batch, _prod(shape[:len(shape) - len(term.replace("...", ""))]))
+    product = batch * _prod(sizes.values())
+    return (2.0 if len(ins) > 1 else 1.0) * product
+
+
+def _window_pool(node, ins, outs) -> float:
+    return float(_prod(outs[0]) * _prod(_attr(node, "kernel_shape", [1])))
+
+
+FORMULAS: dict[str, Callable[[onnx.NodeProto, list[Shape], list[Shape]], float]] = {
+    "Conv": _conv, "ConvInteger": _conv, "QLinearConv": lambda n, i, o: _conv(n, [i[0], i[3]], o),
+    "ConvTranspose": _conv_transpose, "MatMul": _matmul, "MatMulInteger": _matmul,
+    "QLinearMatMul": lambda n, i, o: _matmul(n, [i[0]], o), "Gemm": _gemm, "Einsum": _einsum,
+    **dict.fromkeys(WINDOW_POOLS, _window_pool),
+    **{op: (lambda n, i, o: float(_prod(i[0]))) for op in REDUCTIONS},
+    **{op: (lambda n, i, o, f=f: f * _prod(o[0])) for op, f in ELEMENTWISE.items()},
+    **{op: (lambda n, i, o, f=f: f * _prod(o[0])) for op, f in NORMALIZATION.items()},
+    **{op: (lambda n, i, o: 5.0 * _prod(o[0])) for op in SOFTMAX},
+    **{op: (lambda n, i, o: 0.0) for op in DATA_MOVEMENT},
+}
+
+
+def node_flops(node: onnx.NodeProto, inputs: list[Shape], outputs: list[Shape]) -> float | None:
+    """FLOPs of `node` with these input and output shapes; None for an op type not known here."""
+    formula = FORMULAS.get(node.op_type)
+    return None if formula is None else float(formula(node, inputs, outputs))
+
+
+def conservative_flops(outputs: list[Shape]) -> float:
+    """The documented default for an op type this module does not know: one flop per output
+    element (it reads its inputs and writes its outputs like any op)."""
+    return float(sum(_prod(s) for s in outputs))

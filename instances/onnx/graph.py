@@ -1,0 +1,348 @@
+"""From ONNX nodes to a compiler's ops: what is compile-time, what aliases, what fuses.
+
+Every live node (one whose outputs reach a graph output) gets one role:
+
+* compile-time: shape arithmetic and constants (`Shape`, `Size`, `Constant`,
+  `ConstantOfShape`, `Range`, and any node all of whose inputs are compile-time
+  and none a weight: the `Gather`/`Concat`/`Unsqueeze`/`Slice`/`Cast`/`Where`
+  chains on shape vectors and masks). No op; its value is a constant of the program.
+* alias: `Reshape`, `Squeeze`, `Unsqueeze`, `Flatten`, `Identity`, `Dropout`
+  (inference), a `Cast` to the type its input has, and `Transpose` or
+  `DequantizeLinear` of a weight (its layout is a compile-time choice; an int8
+  weight is read as int8): no data moves, so the output *is* the input (a
+  compiler emits no kernel for them; the built-in BERT keeps reshapes as copies
+  to match EGRL's node count, a documented difference of the round trip).
+* op: everything else. Ops are grouped at a compiler's granularity: an op absorbs
+  the elementwise tail that follows it (batch norm, activations, bias and scale by
+  constants, the erf form of GELU, swish's Sigmoid+Mul diamond, softmax's
+  IsNaN/Where guard) while that tail has a single exposed output; a convolution
+  also absorbs one residual `Add` of an activation of its output's size, as the
+  built-in CNN generators fuse it. A group sits in the schedule where its last
+  node is stored, so the stored topological order is kept.
+
+Stored constants (initializers and `Constant` nodes) are *weights* unless they are
+integer or boolean tensors or single elements, which are compile-time values (a
+float initializer an op reads is still emitted as a weight, see `importer`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import onnx
+from onnx import TensorProto
+
+from memplace.instances.onnx.errors import OnnxImportError
+from memplace.instances.onnx.flops import ELEMENTWISE
+from memplace.instances.onnx.shapes import Initializer
+
+COMPILE_TIME_SOURCES = {"Shape", "Size"}
+ALIASES = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout"}
+NEVER_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                "Multinomial", "Bernoulli"}
+CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}
+# Inputs that are shape or axis parameters, never data an op moves.
+PARAMETER_INPUTS: dict[str, set[int]] = {
+    "Reshape": {1}, "Expand": {1}, "Slice": {1, 2, 3, 4}, "Pad": {1, 2, 3}, "Tile": {1},
+    "Resize": {1, 2, 3}, "Upsample": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "TopK": {1},
+    "Split": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2}, "OneHot": {1, 2}, "Clip": {1, 2},
+    "CumSum": {1}, "Trilu": {1}, "Dropout": {1, 2}, "CenterCropPad": {1},
+    "QuantizeLinear": {1, 2}, "DequantizeLinear": {1, 2},
+    **dict.fromkeys(("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                     "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"), {1}),
+}
+# Index inputs: when compile-time, the op is a static gather and the indices are no tensor.
+INDEX_INPUTS: dict[str, int] = {"Gather": 1, "GatherElements": 1, "GatherND": 1,
+                                "ScatterElements": 1, "ScatterND": 1}
+COMPILE_TIME_TYPES = {TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.UINT16,
+                      TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL, TensorProto.STRING}
+TAIL = set(ELEMENTWISE) - {"Cast", "CastLike"}
+RESIDUAL_ANCHORS = {"Conv"}
+MAX_TAIL = 8
+
+
+@dataclass
+class Group:
+    """One op of the instance: ONNX nodes fused together, at the position of the last."""
+
+    nodes: list[int]
+    outputs: list[str]  # exposed values, base names
+    residual: bool = False
+
+    @property
+    def anchor(self) -> int:
+        return self.nodes[0]
+
+    @property
+    def position(self) -> int:
+        return max(self.nodes)
+
+
+@dataclass
+class Lowered:
+    """The roles of a graph's nodes and values (see the module docstring).
+
+    Node fields are copied out of the protobuf once (`op_types`, `inputs`, `outputs`),
+    since protobuf access dominates the time of large graphs.
+    """
+
+    nodes: list[onnx.NodeProto]
+    op_types: list[str]
+    inputs: list[list[str]]
+    outputs: list[list[str]]           # base values, empty names dropped
+    base: dict[str, str]               # value -> the value it aliases (itself if none)
+    compile_time: set[str]             # base values known at compile time
+    weights: set[str]                  # base values that are stored weights
+    graph_inputs: list[str]
+    graph_outputs: set[str]            # base values
+    elements: Callable[[str], int | None]  # elements of a value, None if its shape is unknown
+    groups: list[Group] = field(default_factory=list)
+    _data: list[list[tuple[int, str]]] = field(default_factory=list)
+
+    def data_inputs(self, i: int) -> list[tuple[int, str]]:
+        """(input position, base value) of node i's inputs that carry data."""
+        if not self._data:
+            base = self.base
+            self._data = [[(k, base.get(v, v)) for k, v in enumerate(ins)
+                           if v and k not in PARAMETER_INPUTS.get(op, ())]
+                          for op, ins in zip(self.op_types, self.inputs)]
+        return self._data[i]
+
+
+def node_label(node: onnx.NodeProto, index: int) -> str:
+    name = node.name or (node.output[0] if node.output else f"#{index}")
+    return f"{name!r} ({node.op_type})"
+
+
+def _stored_constant(node: onnx.NodeProto) -> tuple[int, int]:
+    """(element type, elements) of a Constant node's value."""
+    for a in node.attribute:
+        if a.name in ("value", "sparse_value"):
+            t = a.t if a.name == "value" else a.sparse_tensor.values
+            dims = a.t.dims if a.name == "value" else a.sparse_tensor.dims
+            n = 1
+            for d in dims:
+                n *= int(d)
+            return t.data_type, n
+        if a.name in ("value_float", "value_int"):
+            return (TensorProto.FLOAT if a.name == "value_float" else TensorProto.INT64), 1
+        if a.name in ("value_floats", "value_ints"):
+            values = a.floats if a.name == "value_floats" else a.ints
+            return (TensorProto.FLOAT if a.name == "value_floats" else TensorProto.INT64), len(values)
+        if a.name in ("value_string", "value_strings"):
+            return TensorProto.STRING, 1
+    raise OnnxImportError(f"node {node_label(node, 0)} has no value attribute")
+
+
+def _is_weight(elem_type: int, elements: int) -> bool:
+    return elem_type not in COMPILE_TIME_TYPES and elements > 1
+
+
+def _live_nodes(graph: onnx.GraphProto, op_types: list[str], inputs: list[list[str]],
+                outputs: list[list[str]]) -> list[int]:
+    """Indices of the nodes whose outputs reach a graph output, in stored order; checks that
+    the stored order is topological and that no node holds a subgraph."""
+    nodes = graph.node
+    defined = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    producer: dict[str, int] = {}
+    for i, (op, ins, outs) in enumerate(zip(op_types, inputs, outputs)):
+        if op in CONTROL_FLOW or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                                     for a in nodes[i].attribute):
+            raise OnnxImportError(f"node {node_label(nodes[i], i)}: control flow (subgraphs) is "
+                                  "not supported; export the model with its loops unrolled")
+        for v in ins:
+            if v and v not in defined and v not in producer:
+                later = any(v in o for o in outputs[i + 1:])
+                why = "before the node that produces it (the graph is not in topological order)" \
+                    if later else "which no node, graph input or initializer defines"
+                raise OnnxImportError(f"node {node_label(nodes[i], i)} reads {v!r} {why}")
+        for v in outs:
+            if v:
+                if v in producer or v in defined:
+                    raise OnnxImportError(f"node {node_label(nodes[i], i)} writes {v!r}, which "
+                                          "is already defined")
+                producer[v] = i
+    live = [False] * len(nodes)
+    stack = [producer[o.name] for o in graph.output if o.name in producer]
+    while stack:
+        i = stack.pop()
+        if live[i]:
+            continue
+        live[i] = True
+        stack.extend(producer[v] for v in inputs[i] if v in producer and not live[producer[v]])
+    return [i for i in range(len(nodes)) if live[i]]
+
+
+def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
+             elements: Callable[[str], int | None],
+             elem_type: Callable[[str], int | None] = lambda value: None) -> Lowered:
+    """Roles of every live node and value, and the nodes grouped into ops."""
+    graph = model.graph
+    all_ops = [n.op_type for n in graph.node]
+    all_ins = [list(n.input) for n in graph.node]
+    all_outs = [list(n.output) for n in graph.node]
+    live = _live_nodes(graph, all_ops, all_ins, all_outs)
+    nodes = [graph.node[i] for i in live]
+    op_types = [all_ops[i] for i in live]
+    node_inputs = [all_ins[i] for i in live]
+    node_outputs = [all_outs[i] for i in live]
+    base: dict[str, str] = {}
+    compile_time: set[str] = set()
+    weights: set[str] = set()
+    for info in initializers.values():
+        (weights if _is_weight(info.elem_type, info.elements) else compile_time).add(info.name)
+    inputs = [i.name for i in graph.input if i.name not in initializers]
+    roles: list[str] = []
+    for i, (op, ins, outs) in enumerate(zip(op_types, node_inputs, node_outputs)):
+        skip = PARAMETER_INPUTS.get(op, ())
+        data = [base.get(v, v) for k, v in enumerate(ins) if v and k not in skip]
+        every = [base.get(v, v) for v in ins if v]
+        if op == "Constant":
+            stored_type, n = _stored_constant(nodes[i])
+            (weights if _is_weight(stored_type, n) else compile_time).add(outs[0])
+            roles.append("compile")
+        elif op in COMPILE_TIME_SOURCES:
+            compile_time.update(o for o in outs if o)
+            roles.append("compile")
+        elif op in ALIASES and data and (op != "Dropout" or len(outs) < 2 or not outs[1]):
+            base[outs[0]] = data[0]
+            roles.append("alias")
+        elif op in ("Cast", "CastLike") and data and elem_type(data[0]) is not None \
+                and elem_type(data[0]) == elem_type(outs[0]):
+            base[outs[0]] = data[0]  # a cast to the type it already has (tf2onnx writes them)
+            roles.append("alias")
+        elif op in ("Transpose", "DequantizeLinear") and data and data[0] in weights:
+            # a weight's layout is chosen at compile time; a quantized weight is read as stored
+            base[outs[0]] = data[0]
+            roles.append("alias")
+        elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):
+            compile_time.update(o for o in outs if o)
+            roles.append("compile")
+        else:
+            roles.append("op")
+    graph_outputs = {base.get(o.name, o.name) for o in graph.output}
+    outputs = [[base.get(o, o) for o in outs if o] for outs in node_outputs]
+    lowered = Lowered(nodes, op_types, node_inputs, outputs, base, compile_time, weights, inputs,
+                      graph_outputs, elements)
+    lowered.groups = fuse(lowered, roles)
+    return lowered
+
+
+def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
+    """Group the op nodes (see the module docstring); groups in schedule order."""
+    op_types, outputs = lowered.op_types, lowered.outputs
+    constants = lowered.compile_time | lowered.weights
+    graph_outputs = lowered.graph_outputs
+    consumers: dict[str, list[int]] = {}
+    for i, role in enumerate(roles):
+        if role == "op":
+            for _, v in lowered.data_inputs(i):
+                uses = consumers.setdefault(v, [])
+                if not uses or uses[-1] != i:
+                    uses.append(i)
+    absorbed = [False] * len(roles)
+    groups: list[Group] = []
+    producer = {v: i for i, role in enumerate(roles) if role == "op" for v in outputs[i]}
+    current_members: set[int] = set()
+
+    def exposed(members: list[int], member_set: set[int]) -> list[str]:
+        return [v for m in members for v in outputs[m]
+                if v in graph_outputs or any(c not in member_set for c in consumers.get(v, ()))]
+
+    def eligible(c: int, inside: set[str], group: Group) -> str | None:
+        """'tail', 'residual' or None: can node c join a group whose values are `inside`?"""
+        if roles[c] != "op" or absorbed[c] or op_types[c] not in TAIL or len(outputs[c]) != 1:
+            return None
+        outside = [v for _, v in lowered.data_inputs(c) if v not in inside and v not in constants]
+        if not outside:
+            return "tail"
+        if (len(outside) == 1 and op_types[c] == "Add" and not group.residual
+                and op_types[group.anchor] in RESIDUAL_ANCHORS
+                and lowered.elements(outside[0]) == lowered.elements(outputs[c][0])
+                and main_path(group.anchor, outside[0])):
+            return "residual"
+        return None
+
+    def conv_of(value: str, depth: int = 4) -> int | None:
+        """The Conv node whose output reaches `value` through tail ops only, if any."""
+        node = producer.get(value)
+        while node is not None and depth > 0:
+            if op_types[node] in RESIDUAL_ANCHORS:
+                return node
+            if op_types[node] not in TAIL or not lowered.data_inputs(node):
+                return None
+            node, depth = producer.get(lowered.data_inputs(node)[0][1]), depth - 1
+        return None
+
+    def main_path(anchor: int, other_value: str) -> bool:
+        """Whether a residual add of `other_value` belongs to this convolution rather than to
+        the convolution producing `other_value` (a projection shortcut): the main path's conv
+        has an input of its own, the projection shares the block's input; on a tie, the conv
+        stored later takes it."""
+        other = conv_of(other_value)
+        if other is None or absorbed[other] and other not in current_members:
+            return True
+
+        def private(conv: int) -> bool:
+            return len(consumers.get(lowered.data_inputs(conv)[0][1], ())) == 1
+        mine, theirs = private(anchor), private(other)
+        return mine if mine != theirs else anchor > other
+
+    def extend(group: Group, members: list[int], member_set: set[int]) -> tuple[list[int], bool]:
+        """The smallest set of tail nodes after the group's output that closes on one exposed
+        output, and whether it holds a residual add; ([], False) if there is none."""
+        start = group.outputs[0]
+        if start in graph_outputs:
+            return [], False
+        inside = {v for m in members for v in outputs[m]}
+        tail: list[int] = []
+        tail_set: set[int] = set()
+        residual = False
+        open_values = [start]
+        for _ in range(MAX_TAIL):
+            if len(open_values) == 1 and len(consumers.get(open_values[0], ())) == 1:
+                candidates = consumers[open_values[0]]  # the common case: a chain
+            else:
+                candidates = sorted({c for v in open_values for c in consumers.get(v, ())})
+            candidates = [c for c in candidates if c not in member_set and c not in tail_set]
+            progress = False
+            for c in candidates:
+                kind = eligible(c, inside, group)
+                if kind == "residual":
+                    if residual:
+                        continue
+                    residual = True
+                if kind:
+                    tail.append(c)
+                    tail_set.add(c)
+                    inside.update(outputs[c])
+                    progress = True
+            if not progress:
+                return [], False
+            open_values = exposed(members + tail, member_set | tail_set)
+            if len(open_values) == 1 and open_values[0] in outputs[max(tail)]:
+                return tail, residual
+            if any(v in graph_outputs for v in open_values):
+                return [], False
+        return [], False
+
+    for i, role in enumerate(roles):
+        if role != "op" or absorbed[i]:
+            continue
+        absorbed[i] = True
+        members, member_set = [i], {i}
+        current_members = member_set
+        group = Group(members, exposed(members, member_set))
+        while len(group.outputs) == 1:
+            tail, residual = extend(group, members, member_set)
+            if not tail:
+                break
+            for c in tail:
+                absorbed[c] = True
+            members.extend(sorted(tail))
+            member_set.update(tail)
+            group.residual = group.residual or residual
+            group.outputs = exposed(members, member_set)
+        groups.append(group)
+    groups.sort(key=lambda g: g.position)
+    return groups
