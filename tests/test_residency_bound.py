@@ -133,3 +133,13 @@ def test_bound_is_registered_for_the_residency_problem():
     info = solver_info("bound", "residency")
     assert info.check({}) == {"gap": 1e-4, "threads": 1, "seeds": True}
     assert math.isclose(info.check({"gap": "0.01"})["gap"], 0.01)
+
+
+def test_solve_reports_the_proven_optimum_with_its_bound():
+    inst = _hand(10.0)
+    result = solve(inst, "bound", time_limit=None, problem="residency")
+    assert result.status == "optimal"
+    assert result.latency == pytest.approx(21.1, rel=1e-12)
+    assert result.lower_bound == pytest.approx(21.1, rel=1e-5) and result.lower_bound <= result.latency
+    assert validate(inst, result.solution).ok
+    assert result.evaluations >= 3  # compiler, msa and the relaxation's own windows

@@ -21,6 +21,7 @@ import numpy as np
 from memplace.model import Instance
 from memplace.model.packing.heuristics import heuristic_offsets
 from memplace.model.residency import ResidencySolution, Window, simulate, violations
+from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.msa import _static, msa_solution
 from memplace.solvers.residency.relaxation import (BOUND_MARGIN, Relaxation, _accesses, formulate,
@@ -195,19 +196,28 @@ class BoundResult:
 
 def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: float = 1e-4,
                         threads: int = 1, seed: int = 0, seeds: bool = True,
-                        should_stop=None) -> BoundResult:
+                        should_stop=None, on_solution=None, on_bound=None) -> BoundResult:
     """Solve the relaxation, decode and repair its windows, and keep the best of them,
-    the static compiler placement and (with `seeds`) msa's solution."""
+    the static compiler placement and (with `seeds`) msa's solution. `on_solution(sol)`
+    sees every valid solution as it is found, `on_bound(seconds)` every bound proven."""
+    def found(sol: ResidencySolution) -> None:
+        if on_solution is not None:
+            on_solution(sol)
+
     began = time.perf_counter()
     place, offsets = _static(inst, "compiler")
     best = ResidencySolution(inst.name, place, offsets)
     best.latency = simulate(inst, best)
+    found(best)
     if seeds:
         sol, _ = msa_solution(inst)
+        found(sol)
         if sol.latency < best.latency:
             best = sol
     notes: dict = {}
-    bound = inst.compute_floor()
+    bound = lower_bound(inst)  # the model's closed-form bounds (model/residency/bounds.py)
+    if on_bound is not None:
+        on_bound(bound)
     incumbent = None
     # Two models: without start binaries (fast), then with them (exact occupancies, a
     # stronger bound and windows that keep the capacity); the bound is the larger one.
@@ -220,12 +230,16 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
         out = solve_relaxation(model, limit, gap=gap, threads=threads, seed=seed,
                                should_stop=should_stop)
         bound = max(bound, out.bound)
+        if on_bound is not None:
+            on_bound(bound)
         notes[f"phase{phase}"] = {"model": model.stats, "highs_status": out.status,
                                   "nodes": out.nodes, "highs_s": round(out.seconds, 3),
                                   "bound": out.bound}
         if out.values is not None:
             homes, windows = windows_of(model, out.values)
             sol = repair(inst, homes, windows)
+            if sol is not None:
+                found(sol)
             if sol is not None and (incumbent is None or sol.latency < incumbent.latency):
                 incumbent = sol
                 notes["incumbent_windows"] = len(sol.windows)
@@ -244,10 +258,16 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
           "repaired and simulated, are an incumbent", params=PARAMS, deterministic=True,
           problem="residency")
 def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> None:
+    def offer(sol: ResidencySolution) -> None:
+        ctx.count(1)
+        ctx.offer(sol, sol.latency)
+
+    def bound(value: float) -> None:
+        ctx.lower_bound = value
+
     limit = None if ctx.time_limit is None else max(0.05, ctx.remaining() - 0.5)
-    res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop)
-    ctx.count(3 if seeds else 2)
+    res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop,
+                              offer, bound)
     ctx.notes.update(res.notes)
     ctx.lower_bound = res.bound
-    ctx.offer(res.solution, res.solution.latency)
-    ctx.proven_optimal = res.optimal
+    ctx.proven_optimal = res.optimal and ctx.best_latency <= res.solution.latency
