@@ -1,15 +1,21 @@
 """`bound`: the residency relaxation (`relaxation.py`) on HiGHS, its windows as an incumbent.
 
 The MILP's optimum, or the dual bound HiGHS has proven when the time limit stops it, is
-a lower bound on the residency optimum (the argument is in `relaxation.py`). Its
-integral point names homes, the level serving every access and where copies move;
-`windows_of` turns that into windows (runs of accesses served by one window, a
-prefetch started where the model first moves its bytes, a defining window evicted as
-the model evicts it), `repair` drops windows until the solution validates (capacity,
-and offsets by the packing library's best-fit on addressed levels), and the simulator
-gives its latency. The solver also offers the static compiler placement and `msa`'s
-solution, so it is never worse than either; it reports `optimal` only when its best
-incumbent is within `gap` of the bound.
+a lower bound on the residency optimum (the argument is in `relaxation.py`). Two models
+are solved in turn: first without the start binaries of prefetch windows (a third of
+the time; quick, and often already tight), then with them (exact occupancies: a
+stronger bound and windows that keep the capacity); the bound is the larger of the two
+and of the model's closed-form bounds (`model/residency/bounds.py`). Models of more than
+`MAX_COLUMNS` columns (synth-10000) are not built.
+
+Each integral point names homes, the level serving every access and where copies move;
+`windows_of` turns it into windows (runs of accesses served by one window, a prefetch
+started where the model starts it, a defining window evicted as the model evicts it),
+`repair` drops windows until the solution validates (capacity, and offsets by the
+packing library's best-fit on addressed levels, where a home without one moves a level
+down), and the simulator gives its latency. The solver also offers the static compiler
+placement and `msa`'s solution, so it is never worse than either; it reports `optimal`
+only when its best solution is within `gap` of the bound.
 """
 from __future__ import annotations
 
@@ -24,10 +30,11 @@ from memplace.model.residency import ResidencySolution, Window, simulate, violat
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.msa import _static, msa_solution
-from memplace.solvers.residency.relaxation import (BOUND_MARGIN, Relaxation, _accesses, formulate,
-                                                   solve_relaxation)
+from memplace.solvers.residency.relaxation import (BOUND_MARGIN, Relaxation, tensor_accesses,
+                                                   estimated_columns, formulate, solve_relaxation)
 
 ON = 0.5  # a binary is 1 above this
+MAX_COLUMNS = 3_000_000  # larger models are not built: the closed-form bounds stand
 MOVED = 1e-6  # a share above this has started to move
 
 
@@ -42,7 +49,7 @@ def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[
     windows: list[Window] = []
     for t in range(T):
         h = int(homes[t])
-        acc = _accesses(inst, t)
+        acc = tensor_accesses(inst, t)
         p = inst.tensors[t]["producer"]
         p = -1 if p is None else int(p)
         served = []  # window level of each access, -1 = home
@@ -221,7 +228,11 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
     incumbent = None
     # Two models: without start binaries (fast), then with them (exact occupancies, a
     # stronger bound and windows that keep the capacity); the bound is the larger one.
-    for phase, (starts, share) in enumerate(((False, 1 / 3), (True, 1.0))):
+    phases = ((False, 1 / 3), (True, 1.0))
+    if estimated_columns(inst) > MAX_COLUMNS:
+        phases = ()
+        notes["model"] = f"not built: about {estimated_columns(inst)} columns > {MAX_COLUMNS}"
+    for phase, (starts, share) in enumerate(phases):
         left = None if time_limit is None else time_limit - (time.perf_counter() - began)
         if left is not None and left <= 0.05:
             break

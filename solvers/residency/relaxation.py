@@ -150,10 +150,24 @@ class Relaxation:
         return len(self.builder.lo)
 
 
-def _accesses(inst: Instance, t: int) -> list[tuple[int, int, int]]:
+def tensor_accesses(inst: Instance, t: int) -> list[tuple[int, int, int]]:
     """(op, bytes, access index) of tensor t in op order."""
     idx = inst.tensor_access[inst.tensor_ptr[t]:inst.tensor_ptr[t + 1]]
     return [(int(inst.access_op[a]), int(inst.op_bytes[a]), int(a)) for a in idx]
+
+
+def estimated_columns(inst: Instance) -> int:
+    """About how many columns `formulate` makes (the prefetch and eviction shares dominate:
+    one per interval between a tensor's earliest copy and each of its accesses)."""
+    L = inst.n_levels
+    pairs = L * (L - 1) // 2
+    producer = np.array([-1 if t["producer"] is None else t["producer"] for t in inst.tensors], np.int64)
+    lo = np.where(producer >= 0, producer + 1, inst.start)
+    k = inst.access_op[inst.tensor_access]
+    owner = np.repeat(np.arange(inst.n_tensors), np.diff(inst.tensor_ptr))
+    shares = np.maximum(k - lo[owner], 0).sum() * pairs
+    live = (inst.end - inst.start + 1).sum() * max(L - 1, 1)
+    return int(shares + live + inst.op_tensor.size * L + inst.n_ops)
 
 
 def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = True) -> Relaxation:
@@ -201,7 +215,7 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
                 copy[h][j + 1].append((col, -coeff))
 
     for t in range(T):
-        acc = _accesses(inst, t)
+        acc = tensor_accesses(inst, t)
         size = float(inst.size[t])
         p = int(inst.tensors[t]["producer"]) if inst.tensors[t]["producer"] is not None else -1
         lo = p + 1 if p >= 0 else int(inst.start[t])
