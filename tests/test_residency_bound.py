@@ -22,7 +22,7 @@ from memplace.solvers.residency.relaxation import formulate, solve_relaxation
 from randominst import random_instance_dict
 from residency_windows import random_windows
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MSA_TABLE = Path(__file__).resolve().parent.parent / "results" / "residency-msa" / "table_residency_msa.csv"
 
 

@@ -31,6 +31,8 @@ Columns (fractions of a tensor, times in units of `scale` seconds):
     E[k]         length of interval k: op k's run plus the wait before op k + 1
 
     w[t, l, i] <= g[t, l, i] + c[t, l, i] + sum_h F[t, l, h, i, k_i - 1]
+    s[a_i, h] - w[t, h, i] + sum_l F[t, l, h, i, k_i - 1] <= x[t, h]   (home h serves access i
+                 directly or through a prefetch window first serving it, not both)
     sum_h V[t, h, k_i - 1] >= sum_l w[t, l, 1] - sum_l g[t, l, i]   (i >= 2, producer)
     E[k] >= compute_k
     E[k] >= sum_{a of k, l} s[a, l] * b_a / bandwidth_l                       (memory)
@@ -64,7 +66,8 @@ Why every valid solution is a feasible point (the argument, step by step):
    left-hand side).
 4. Serving. An access served in l by a window makes w = 1 and that window is the
    defining one (g), or continues from the previous access (c), or is a prefetch
-   window first serving this access (F's last value = 1 for its home). A tensor
+   window first serving this access (F's last value = 1 for its home, and then the
+   home serves the access neither directly nor through another window). A tensor
    whose defining window stops serving at access i >= 2 serves access i from the home
    (needs k_i >= due) or from a prefetch window (start >= valid_from = due) or from a
    window that started after due: in every case the eviction is complete before op
@@ -254,6 +257,7 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
 
         w_first: list[int] = []
         w_any: list[list[int]] = [[] for _ in acc]
+        w_of: dict[tuple[int, int], int] = {}
         g_cols: dict[int, list[int]] = {}
         for l in range(L - 1):
             if not fits[t, l] or not homes_above[l]:
@@ -272,6 +276,7 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
                 b.row([(w, 1.0), (s[a, l], -1.0)], hi=0.0)  # a window covering k serves it
                 b.row([(w, 1.0)] + [(col, -1.0) for col in homes_above[l]], hi=0.0)
                 w_any[i].append(w)
+                w_of[l, i] = w
                 serve = [(w, 1.0)]
                 occ_span = range(prev_k + 1, k + 1) if i else range(k, k + 1)
                 if p >= 0:
@@ -341,6 +346,17 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
                             b.row([(q, 1.0), (g_cols[l][i], -1.0)], 0.0)
                     if j >= p + 1:
                         b.row([(q, 1.0), (wi, -1.0)] + [(col, 1.0) for col in v_at(j - 1)], 0.0)
+        # A home serves an access itself or through the prefetch window first serving it,
+        # never both: (served at h, not by a window) + prefetches from h <= x[t, h]
+        for i, (k, nbytes, a) in enumerate(acc):
+            for h in range(1, L):
+                pfs = [prefetch[t, l, h, i][-1] for l in range(h) if (t, l, h, i) in prefetch]
+                if not pfs or (a, h) not in s:
+                    continue
+                terms = [(s[a, h], 1.0), (int(x[t, h]), -1.0)] + [(c, 1.0) for c in pfs]
+                if (h, i) in w_of:
+                    terms.append((w_of[h, i], -1.0))
+                b.row(terms, hi=0.0)
         for cols in w_any:  # one window at most covers an access
             if len(cols) > 1:
                 b.row([(c, 1.0) for c in cols], hi=1.0)
