@@ -98,6 +98,15 @@ class SolverSummary:
     sgm_time: float  # shifted geomean of time to within 1%, unreached = time limit
 
 
+def code_label(code: Any) -> str:
+    """One line for a record's `code` field (see `memplace.bench.provenance`)."""
+    if not isinstance(code, dict):
+        return "unrecorded"
+    if code.get("commit"):
+        return f"commit {code['commit']}" + (" (dirty)" if code.get("dirty") else "")
+    return f"package {code.get('package', 'unknown')} (not a git checkout)"
+
+
 class Results:
     """The latest record of every run in a runs file, and comparisons over them."""
 
@@ -177,6 +186,31 @@ class Results:
 
     def compiler(self, instance: str) -> float | None:
         return self.baseline(instance, "compiler")
+
+    # ------------------------------------------------------------------ what the file says
+    def tied_instances(self, rtol: float = 1e-9) -> list[str]:
+        """Instances on which every solver with a result reaches the same best latency
+        (within `rtol`), the slowest-placement reference aside: nothing there tells the
+        solvers apart. An instance with fewer than two such solvers is not listed."""
+        slowest = self.problem.baselines.get("slowest")
+        tied = []
+        for instance in self.instances:
+            bests = {}
+            for r in self.ok_runs(instance):
+                if r["solver"] != slowest:
+                    bests[r["solver"]] = min(bests.get(r["solver"], math.inf), r["latency"])
+            if len(bests) >= 2 and max(bests.values()) <= min(bests.values()) * (1 + rtol):
+                tied.append(instance)
+        return tied
+
+    def code_versions(self) -> dict[str, int]:
+        """Which code produced the runs: 'commit <sha>[ (dirty)]' (or 'package <version>'
+        outside a git checkout, 'unrecorded' for records older than this field) -> runs."""
+        counts: dict[str, int] = {}
+        for r in self.records:
+            label = code_label(r.get("code"))
+            counts[label] = counts.get(label, 0) + 1
+        return dict(sorted(counts.items()))
 
     def static_optimum(self, instance: str) -> dict[str, Any] | None:
         """{latency, status, wall_s} of `milp` on the static problem of the instance

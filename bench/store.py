@@ -23,6 +23,9 @@ Record schema (every key is always present; `null` where a value does not apply)
     notes            dict   the solver's extra facts (e.g. hard_stop, no_incumbent)
     error            str    what went wrong (status error/timeout/killed/oom), else null
     version          str    memplace version that made the record
+    code             dict   {commit, dirty, package}: the git commit of the checkout that
+                            ran it and whether its tree (results/ aside) was dirty, or
+                            null commit outside a git checkout (optional: older files lack it)
     machine          dict   {hostname, cpu, cores, python} of the machine that ran it
 
 A run's identity (its key) is (instance, instance_sha256, solver, params, seed,
@@ -48,9 +51,10 @@ OK_STATUSES = ("optimal", "feasible")
 FAIL_STATUSES = ("error", "timeout", "killed", "oom")
 FIELDS = ("instance", "instance_source", "instance_sha256", "solver", "params", "seed",
           "time_limit", "status", "latency", "lower_bound", "wall_s", "evaluations", "trace",
-          "placement", "offsets", "notes", "error", "version", "machine", "problem")
+          "placement", "offsets", "notes", "error", "version", "machine", "problem",
+          "code")
 # Fields a record written before they existed may lack (a missing `problem` means static).
-LATER_FIELDS = ("problem",)
+LATER_FIELDS = ("problem", "code")  # code: which commit made the run
 
 
 class RunsFileError(MemplaceError):

@@ -103,6 +103,12 @@ def report_command(runs: str, out: str | None) -> None:
                f"{len(results.solvers)} solvers; wrote {len(written)} files to {folder}")
     for path in written:
         click.echo(f"  {path}")
+    for label, n in results.code_versions().items():
+        click.echo(f"code: {label}: {n} runs")
+    tied = results.tied_instances()
+    if tied:
+        click.echo(f"note: all solvers tie (the {results.problem.baselines['slowest']} reference "
+                   f"aside) on {', '.join(tied)}; nothing there tells them apart")
 
 
 @click.command("validate-results")
