@@ -186,7 +186,8 @@ PARAMS = {
                  doc="relative gap at which HiGHS stops, and within which the best incumbent "
                      "counts as optimal"),
     "threads": Param(1, int, low=1, high=64, doc="HiGHS threads"),
-    "seeds": Param(True, bool, doc="also offer the static compiler placement and msa's solution"),
+    "seeds": Param(True, bool, doc="also offer msa's solution (the static compiler placement "
+                                    "is always offered)"),
 }
 
 
