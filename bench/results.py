@@ -61,6 +61,14 @@ def reach(record: dict[str, Any], target: float) -> tuple[float, float]:
     return math.inf, math.inf
 
 
+def relative_gap(latency: float, known: float) -> float:
+    """latency / known - 1, at least 0; infinite above a best known latency of 0 (an
+    instance with no compute and no traffic)."""
+    if latency <= known:
+        return 0.0
+    return latency / known - 1.0 if known > 0 else math.inf
+
+
 def median_or_none(values: list[float]) -> float | None:
     if not values:
         return None
@@ -268,7 +276,7 @@ class Results:
             if ok and known is not None:
                 wins += math.isclose(min(r["latency"] for r in ok), known, rel_tol=1e-9)
             for r in ok:
-                gaps.append(max(0.0, r["latency"] / known - 1.0))
+                gaps.append(relative_gap(r["latency"], known))
             for r in mine:
                 seconds = reach(r, known * (1 + TARGETS[0]))[0] if known is not None else math.inf
                 times.append(min(seconds, r["time_limit"]))

@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from memplace.bench.cli.values import count
 from memplace.instances import load as load_instance
 from memplace.model import Solution, validate, warmup
 
@@ -48,8 +49,9 @@ def validate_command(instance: str, solution: str) -> None:
 
 @click.command("perf")
 @click.argument("instance", required=False)
-@click.option("--population", default=1024, show_default=True, help="placements per batch call")
-@click.option("--moves", default=1_000_000, show_default=True,
+@click.option("--population", type=count(1 << 16), default=1024, show_default=True,
+              help="placements per batch call")
+@click.option("--moves", type=count(10**10), default=1_000_000, show_default=True,
               help="moves timed for the delta (with --scaling: sa moves)")
 @click.option("--scaling", is_flag=True,
               help="instead of INSTANCE: time loading, each heuristic, sa moves and the MILP "
@@ -61,7 +63,7 @@ def validate_command(instance: str, solution: str) -> None:
                    "(default: a memplace-perf folder in the temporary directory)")
 @click.option("--problem", "problem_name", type=click.Choice(["static", "residency"]), default="static",
               show_default=True, help="which cost model: the static latency or the residency simulator")
-@click.option("--changes", default=2000, show_default=True,
+@click.option("--changes", type=count(10**7), default=2000, show_default=True,
               help="residency: random one-window changes timed (incremental vs full)")
 def perf_command(instance: str | None, population: int, moves: int, scaling: bool, sizes: str,
                  folder: str | None, problem_name: str, changes: int) -> None:
@@ -69,8 +71,6 @@ def perf_command(instance: str | None, population: int, moves: int, scaling: boo
     --scaling how every step grows with the instance size; --problem residency measures
     the residency simulator instead."""
     from memplace.bench.perf import measure
-    if population < 1 or moves < 1:
-        raise click.BadParameter("--population and --moves must be >= 1")
     if scaling:
         _perf_scaling(sizes, moves, folder)
         return
@@ -123,8 +123,6 @@ def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
 
 def _perf_residency(instance: str, changes: int) -> None:
     from memplace.bench.perf_residency import measure
-    if changes < 1:
-        raise click.BadParameter("--changes must be >= 1")
     inst = load_instance(instance)
     f = measure(inst, changes=changes)
     click.echo(f"{inst.name}: {inst.n_ops} ops, {inst.n_tensors} tensors, {int(inst.op_ptr[-1])} accesses; "
@@ -147,12 +145,13 @@ def _perf_residency(instance: str, changes: int) -> None:
 @click.command("warmup")
 def warmup_command() -> None:
     """Compile every Numba kernel once (cached on disk for later commands)."""
+    from memplace.model.core.numba_cache import cache_dir
     seconds = warmup()
     from memplace.solvers import registry
     from memplace.solvers.static.warm import warm_solvers
     solvers = warm_solvers()
     click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
-               f"(of {len(registry())})")
+               f"(of {len(registry())}); Numba cache: {cache_dir()}")
 
 
 COMMANDS = [evaluate_command, validate_command, perf_command, warmup_command]
