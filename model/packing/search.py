@@ -162,16 +162,19 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
 
 @njit(cache=True, nogil=True)
 def _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo, shi, placed,
-                maxfloor, floor, remaining, capacity, reach):
+                maxfloor, floor, remaining, capacity, threshold, reach):
     """True when a run of *tight* sections (no slack: floor plus the unplaced sizes is the
     capacity) on one floor f cannot be tiled at f.
 
     In a tight section the byte at its floor must be covered, so some unplaced buffer
-    starts exactly at f there; it can only if its lowest start is at most f and f is
-    aligned for it. In a run of tight sections on the same floor these buffers meet
+    starts exactly at f there; it can only if its lowest start is at most f, f is
+    aligned for it and (canonical order) its key (f, rank) is above `threshold`, the
+    last placement's. In a run of tight sections on the same floor these buffers meet
     neither overlap nor gap, so their lifespans (clipped to the run) tile the run end to
     end: a reachability walk over the run's section boundaries decides whether any
-    tiling exists. `reach` holds a stamp per boundary (scratch)."""
+    tiling exists. Twins and stranding are ignored (a weaker, still sound test).
+    `reach` holds a flag per boundary (scratch)."""
+    n = sizes.size
     s = slo
     while s < shi:
         if remaining[s] == 0 or floor[s] + remaining[s] != capacity:
@@ -179,7 +182,8 @@ def _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo, sh
             continue
         f = floor[s]
         a = s
-        while s < shi and remaining[s] > 0 and floor[s] == f and floor[s] + remaining[s] == capacity:
+        while s < shi and remaining[s] > 0 and floor[s] == f and \
+                f + remaining[s] == capacity:
             s += 1
         b = s
         if b - a < 2:
@@ -194,7 +198,8 @@ def _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo, sh
                 c = sec_members[k]
                 if placed[c] or (sec_lo[c] != t and t != a):
                     continue
-                if f % alignments[c] != 0 or maxfloor[c] > f or f + sizes[c] > capacity:
+                if f % alignments[c] != 0 or maxfloor[c] > f or f + sizes[c] > capacity \
+                        or f * n + c <= threshold:
                     continue
                 reach[min(sec_hi[c], b)] = 1
         if reach[b] == 0:
@@ -531,9 +536,9 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
         mf_top[depth + 1] = mt
         if _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed,
                  maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes) \
-                or (_untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr,
-                                               sec_members, slo, shi, placed, maxfloor, floor,
-                                               remaining, capacity, reach)):
+                or _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo,
+                               shi, placed, maxfloor, floor, remaining, capacity, best_key,
+                               reach):
             zob1 ^= zkey1[b]
             zob2 ^= zkey2[b]
             _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
