@@ -12,7 +12,7 @@ from memplace.model.core.errors import ParameterError
 from memplace.model.residency import simulate, validate
 from memplace.solvers import solve
 from memplace.solvers.residency.allocation import assign_windows
-from memplace.solvers.residency.ga import Decoder
+from memplace.solvers.residency.evolution import Decoder
 from memplace.solvers.residency.sa import anneal, msa_seed
 from randominst import random_instance_dict
 

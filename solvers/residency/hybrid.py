@@ -2,7 +2,7 @@
 
 The static `hybrid` (egrl.py) lets fast stateless policies seed EGRL's evolutionary
 algorithm and inject fresh samples every generation, as EGRL injects its learners'
-placements. Here the population is `ga.py`'s decoder chromosomes and, every
+placements. Here the population is the GA's decoder chromosomes (`evolution.py`) and, every
 `inject_every` generations, fresh solutions of other residency solvers, each run through
 `solve()` (so each is validated before it is used), replace the weakest chromosomes:
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from memplace.model.residency import ResidencySolution
 from memplace.solvers import Param, ParameterError, SearchContext, register, solve, solvers_of
-from memplace.solvers.residency.ga import PARAMS as GA_PARAMS
-from memplace.solvers.residency.ga import evolve, msa_start
+from memplace.solvers.residency.evolution import PARAMS as GA_PARAMS
+from memplace.solvers.residency.evolution import evolve, msa_start
 
 PLANNERS = ("beam", "mcts")
 PARAMS = {
