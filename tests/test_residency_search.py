@@ -13,13 +13,15 @@ from memplace.model.residency import simulate, validate
 from memplace.solvers import solve
 from memplace.solvers.residency.allocation import assign_windows
 from memplace.solvers.residency.evolution import Decoder
-from memplace.solvers.residency.sa import anneal, msa_seed
+from memplace.solvers.residency.sa import anneal
+from memplace.solvers.residency.starts import msa_start as msa_seed
 from randominst import random_instance_dict
 
 BUDGET = {  # small, iteration-bounded budgets: each run ends long before its time limit
-    "sa": {"iterations": 3000},
-    "ga": {"population": 4, "generations": 3},
-    "hybrid": {"population": 4, "generations": 2, "sa_iterations": 300, "planner": "none"},
+    "sa": {"iterations": 3000, "static_moves": 20000},
+    "ga": {"population": 4, "generations": 3, "static_moves": 20000},
+    "hybrid": {"population": 4, "generations": 2, "sa_iterations": 300, "planner": "none",
+               "static_moves": 20000},
 }
 COMMITTED = ["unet@nnpi", "mobilenetv2@edge-npu", "vgg16@tpu"]
 

@@ -13,12 +13,13 @@ from, as TelaMalloc's and the genetic schedulers' decoders do:
   times (msa's picker uses 1.5 for every buffer), kept within the picker's `min` and
   `max` ratios;
 - `homes`: which homes the windows are added to: 0 = every tensor in the slowest level
-  (XLA's default memory), 1 = the static `compiler` placement.
+  (XLA's default memory), 1 = the static `compiler` placement, 2 = the static `sa`'s
+  placement after `static_moves` moves (`starts.static_homes`; left out when 0).
 
 `decode` runs `allocation.assign_windows` with that order and those leads, so every
 decoded solution is valid by construction (the allocator's capacity, best-fit offsets
 and rules), and its fitness is the simulated latency (section 11). The population starts
-with msa's own chromosomes (XLA's order, lead 1.5, both homes) and their mutants; msa's
+with msa's own chromosomes (XLA's order, lead 1.5, every homes) and their mutants; msa's
 solution (run through `solve()`) is offered first, so the result is never worse than it.
 
 DEAP provides the framework (`creator` fitness and individual classes, `base.Toolbox`,
@@ -39,6 +40,7 @@ from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.solvers import Param, SearchContext, solve
 from memplace.solvers.residency.allocation import assign_windows, buffer_order, op_elapsed
+from memplace.solvers.residency.starts import static_homes
 
 if not hasattr(creator, "ResidencyFitness"):
     creator.create("ResidencyFitness", base.Fitness, weights=(-1.0,))
@@ -55,15 +57,19 @@ PARAMS = {
     "moves": Param(3.0, float, 0.0, doc="mean buffers moved in the order by one mutation"),
     "lead_indpb": Param(0.05, float, 0.0, 1.0, doc="probability that a buffer's lead mutates"),
     "lead_sigma": Param(0.4, float, 0.0, doc="sigma of a lead's log-normal mutation step"),
+    "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is the "
+                                               "third homes (0: slowest and compiler only)"),
 }
 
 
 class Decoder:
     """Chromosome -> residency solution through msa's allocator, with both homes at hand."""
 
-    def __init__(self, instance: Instance):
+    def __init__(self, instance: Instance, static_moves: int = 0, seed: int = 0):
         i = self.instance = instance
         self.homes = [_static(i, "all-slowest"), _static(i, "compiler")]
+        if static_moves > 0:
+            self.homes.append(static_homes(i, static_moves, seed))
         self.buffers = np.array(buffer_order(i, self.homes[0][0]), np.int64)
         self.position = {int(t): j for j, t in enumerate(self.buffers)}
 
@@ -135,7 +141,7 @@ def cx_order(a: list, b: list, rng: np.random.Generator) -> tuple[list, list]:
 
 
 def mutate(ind: list, rng: np.random.Generator, moves: float, lead_indpb: float,
-           lead_sigma: float) -> list:
+           lead_sigma: float, n_homes: int = 2) -> list:
     """Move ~`moves` buffers to other places of the order, step some leads, rarely flip homes."""
     order = ind[0].tolist()
     n = len(order)
@@ -147,7 +153,7 @@ def mutate(ind: list, rng: np.random.Generator, moves: float, lead_indpb: float,
     hit = rng.random(n) < lead_indpb
     leads[hit] = np.clip(leads[hit] * np.exp(rng.normal(0.0, lead_sigma, int(hit.sum()))),
                          MIN_OVERLAP, MAX_OVERLAP)
-    homes = 1 - ind[2] if rng.random() < 0.02 else ind[2]
+    homes = int(rng.integers(n_homes)) if rng.random() < 0.02 else ind[2]
     return creator.DecoderIndividual([np.array(order, np.int64), leads, homes])
 
 
@@ -162,15 +168,16 @@ def select(pop: list, k: int, size: int, rng: np.random.Generator) -> list:
 
 # ---------------------------------------------------------------------- the search
 def evolve(ctx: SearchContext, population: int, generations: int, elite: int, tournament: int,
-           cxpb: float, moves: float, lead_indpb: float, lead_sigma: float,
+           cxpb: float, moves: float, lead_indpb: float, lead_sigma: float, static_moves: int,
            inject: Callable[[int], list[ResidencySolution]] | None = None) -> int:
     """Run the GA; `inject(gen)` (the hybrid) returns solutions whose chromosomes replace the
     weakest of each generation. Returns the generations run."""
     inst, rng = ctx.instance, ctx.rng
-    dec = Decoder(inst)
+    dec = Decoder(inst, static_moves, int(rng.integers(2**31)))
     tb = base.Toolbox()
     tb.register("mate", cx_order, rng=rng)
-    tb.register("mutate", mutate, rng=rng, moves=moves, lead_indpb=lead_indpb, lead_sigma=lead_sigma)
+    tb.register("mutate", mutate, rng=rng, moves=moves, lead_indpb=lead_indpb, lead_sigma=lead_sigma,
+                n_homes=len(dec.homes))
     tb.register("select", select, size=tournament, rng=rng)
     fame = tools.HallOfFame(1, similar=lambda a, b: a is b)  # arrays inside: identity
 
@@ -187,9 +194,10 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
         ctx.count(len(fresh))
         fame.update([c for c in pop if c.fitness.values[0] < float("inf")])
 
-    pop = [dec.msa_chromosome(0), dec.msa_chromosome(1)]
+    pop = [dec.msa_chromosome(h) for h in range(len(dec.homes))][:population]
+    n_seeds = len(pop)
     while len(pop) < population:
-        pop.append(tb.mutate(pop[len(pop) % 2]))
+        pop.append(tb.mutate(pop[len(pop) % n_seeds]))
     evaluate(pop)
     gen = 0
     while gen < generations and not ctx.should_stop():
@@ -214,7 +222,7 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
     return gen
 
 
-def msa_start(ctx: SearchContext) -> None:
+def offer_msa(ctx: SearchContext) -> None:
     """Offer msa's solution (both homes) first: the search never returns anything worse."""
     seed = solve(ctx.instance, "msa", time_limit=None, problem="residency", homes="best")
     ctx.offer(seed.to_solution(), seed.latency)

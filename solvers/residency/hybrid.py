@@ -23,7 +23,7 @@ from __future__ import annotations
 from memplace.model.residency import ResidencySolution
 from memplace.solvers import Param, ParameterError, SearchContext, register, solve, solvers_of
 from memplace.solvers.residency.evolution import PARAMS as GA_PARAMS
-from memplace.solvers.residency.evolution import evolve, msa_start
+from memplace.solvers.residency.evolution import evolve, offer_msa
 
 PLANNERS = ("beam", "mcts")
 PARAMS = {
@@ -54,11 +54,12 @@ def planner_name(name: str) -> str | None:
           problem="residency")
 def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: int,
                  tournament: int, cxpb: float, moves: float, lead_indpb: float, lead_sigma: float,
-                 planner: str, planner_s: float, sa_iterations: int, inject_every: int) -> None:
+                 static_moves: int, planner: str, planner_s: float, sa_iterations: int,
+                 inject_every: int) -> None:
     inst = ctx.instance
     chosen = planner_name(planner)
     ctx.notes["planner"] = chosen or "none"
-    msa_start(ctx)
+    offer_msa(ctx)
     injected = {"planner": 0, "sa": 0}
 
     def inject(gen: int) -> list[ResidencySolution]:
@@ -71,7 +72,8 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: i
             runs.append(("planner", chosen, limit, {}))
         if sa_iterations > 0:
             limit = None if ctx.time_limit is None else max(0.01, ctx.remaining())
-            runs.append(("sa", "sa", limit, {"iterations": sa_iterations}))
+            runs.append(("sa", "sa", limit, {"iterations": sa_iterations,
+                                              "static_moves": static_moves}))
         for key, name, limit, params in runs:
             if ctx.should_stop():
                 break
@@ -85,5 +87,5 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: i
         return out
 
     ctx.notes["generations"] = evolve(ctx, population, generations, elite, tournament, cxpb, moves,
-                                      lead_indpb, lead_sigma, inject)
+                                      lead_indpb, lead_sigma, static_moves, inject)
     ctx.notes["injected"] = dict(injected)

@@ -24,9 +24,11 @@ offset over its ops, and a change that finds no gap is refused (no repacking ins
 move). Acceptance is Metropolis on the relative latency change, the temperature cooling
 geometrically from `t_start` to `t_end` over `iterations` steps (so a run depends only
 on the seed when the iterations end before the time limit). The search starts from
-`msa`'s solution (run through `solve()`, homes `seed_homes`), which is offered first,
-so the result is never worse than that seed; the best solution is offered again at
-least every `offer_every` seconds and at the end (latency from a full simulation).
+the better of `msa`'s solution (run through `solve()`, homes `seed_homes`) and the
+static `sa`'s placement after `static_moves` moves with msa's windows over it
+(`starts.py`; 0 = msa alone); both are offered first, so the result is never worse than
+msa. The best solution is offered again at least every `offer_every` seconds and at the
+end (latency from a full simulation).
 """
 from __future__ import annotations
 
@@ -37,9 +39,10 @@ from typing import Callable
 import numpy as np
 
 from memplace.model.instance import Instance
-from memplace.model.residency import ResidencySolution, Simulation, Window, lower_bound, simulate
-from memplace.solvers import Param, SearchContext, register, solve
+from memplace.model.residency import ResidencySolution, Simulation, Window, lower_bound
+from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.layout import Layout
+from memplace.solvers.residency.starts import msa_start, static_start
 
 HOMES = ("slowest", "compiler", "best")
 PARAMS = {
@@ -49,6 +52,8 @@ PARAMS = {
     "home_rate": Param(0.1, float, 0.0, 1.0, doc="share of moves that change a home (re-home, stream)"),
     "lead": Param(4.0, float, 0.0, doc="mean extra ops a new prefetch starts ahead of its first use"),
     "seed_homes": Param("best", str, choices=HOMES, doc="homes of the msa run the search starts from"),
+    "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is the "
+                                               "other start (0: start from msa alone)"),
     "offer_every": Param(1.0, float, 0.0, doc="seconds between offers of the best solution"),
 }
 
@@ -267,21 +272,20 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
     return best, tried
 
 
-def msa_seed(instance: Instance, homes: str = "best") -> ResidencySolution:
-    """msa's solution, run through solve() (so it is validated), as a start."""
-    result = solve(instance, "msa", time_limit=None, problem="residency", homes=homes)
-    return result.to_solution()
-
-
 @register("sa", "simulated annealing over homes and windows together (re-home, stream a "
           "weight, add / drop / shift / resize / re-level / evict a window) on the incremental "
           "simulator, from msa's solution", params=PARAMS, problem="residency")
 def solve_sa(ctx: SearchContext, iterations: int, t_start: float, t_end: float, home_rate: float,
-             lead: float, seed_homes: str, offer_every: float) -> None:
+             lead: float, seed_homes: str, static_moves: int, offer_every: float) -> None:
     inst = ctx.instance
     ctx.lower_bound = lower_bound(inst)
-    start = msa_seed(inst, seed_homes)
-    ctx.offer(start, simulate(inst, start))
+    start = msa_start(inst, seed_homes)
+    ctx.offer(start, start.latency)
+    if static_moves > 0:
+        other = static_start(inst, static_moves, int(ctx.rng.integers(2**31)))
+        ctx.offer(other, other.latency)
+        if other.latency < start.latency:
+            start = other
     last = [time.perf_counter(), None]
 
     def on_best(sol: ResidencySolution, lat: float) -> None:
