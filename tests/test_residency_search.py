@@ -120,3 +120,8 @@ def test_hybrid_refuses_an_unknown_planner():
     with pytest.raises(ParameterError, match="no-such-planner"):
         solve(load("unet@nnpi"), "hybrid", time_limit=10, problem="residency",
               planner="no-such-planner", generations=1)
+
+
+def test_sa_needs_a_move_budget_without_a_time_limit():
+    with pytest.raises(ParameterError, match="iterations"):
+        solve(load("unet@nnpi"), "sa", time_limit=None, problem="residency", static_moves=0)

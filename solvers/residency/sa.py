@@ -22,8 +22,10 @@ A move that breaks a rule of section 10 or does not fit is not made (validity is
 throughout, never penalised). On addressed levels a window or home gets the best-fit
 offset over its ops, and a change that finds no gap is refused (no repacking inside a
 move). Acceptance is Metropolis on the relative latency change, the temperature cooling
-geometrically from `t_start` to `t_end` over `iterations` steps (so a run depends only
-on the seed when the iterations end before the time limit). The search starts from
+geometrically from `t_start` to `t_end` in each of `restarts` anneals (each from the
+best solution so far), over its share of `iterations` moves (then a run depends only on
+the seed, when the moves end before the time limit) or, with `iterations = 0` (the
+default), over its share of the time limit. The search starts from
 the better of `msa`'s solution (run through `solve()`, homes `seed_homes`) and the
 static `sa`'s placement after `static_moves` moves with msa's windows over it
 (`starts.py`; 0 = msa alone); both are offered first, so the result is never worse than
@@ -40,13 +42,15 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Simulation, Window, lower_bound
-from memplace.solvers import Param, SearchContext, register
+from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.layout import Layout
 from memplace.solvers.residency.starts import msa_start, static_start
 
 HOMES = ("slowest", "compiler", "best")
 PARAMS = {
-    "iterations": Param(2_000_000, int, 1, doc="moves tried (the time limit may stop earlier)"),
+    "iterations": Param(0, int, 0, doc="moves tried over all anneals (0: cool over the time "
+                                       "limit instead; a budget makes the run depend only on the seed)"),
+    "restarts": Param(3, int, 1, doc="anneals, each from the best solution so far"),
     "t_start": Param(3e-3, float, 0.0, doc="start temperature, relative to the latency"),
     "t_end": Param(1e-6, float, 0.0, "t_start", doc="final temperature, relative to the latency"),
     "home_rate": Param(0.1, float, 0.0, 1.0, doc="share of moves that change a home (re-home, stream)"),
@@ -250,18 +254,34 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
            iterations: int, t_start: float, t_end: float, home_rate: float = 0.1,
            lead: float = 4.0, should_stop: Callable[[], bool] = lambda: False,
            on_best: Callable[[ResidencySolution, float], None] | None = None,
-           on_accept: Callable[[Annealer], None] | None = None) -> tuple[ResidencySolution, int]:
+           on_accept: Callable[[Annealer], None] | None = None,
+           seconds: float | None = None) -> tuple[ResidencySolution, int]:
     """Anneal from `start` (valid); returns the best solution seen and the moves tried.
-    `on_best(solution, latency)` hears every new best, `on_accept(annealer)` every kept move."""
+
+    The temperature cools from `t_start` to `t_end` (relative to the latency) over
+    `iterations` moves, or, with `iterations == 0`, over `seconds` of wall time (until
+    `should_stop`). `on_best(solution, latency)` hears every new best,
+    `on_accept(annealer)` every kept move."""
+    if iterations <= 0 and not seconds:
+        raise ValueError("anneal needs iterations > 0 or seconds")
     run = Annealer(instance, start, rng, home_rate, lead)
     best, best_lat = run.solution(), run.latency
     ratio = (t_end / t_start) if t_start > 0 and t_end > 0 else 0.0
-    tried = 0
-    for it in range(iterations):
-        if it % 256 == 0 and should_stop():
-            break
-        temp = t_start * ratio ** (it / iterations) if ratio > 0 else 0.0
-        tried += 1
+    began = time.perf_counter()
+    it = 0
+    frac = 0.0
+    while iterations <= 0 or it < iterations:
+        if it % 256 == 0:
+            if should_stop():
+                break
+            if iterations <= 0:
+                frac = (time.perf_counter() - began) / seconds
+                if frac >= 1.0:
+                    break
+        if iterations > 0:
+            frac = it / iterations
+        temp = t_start * ratio ** frac if ratio > 0 else 0.0
+        it += 1
         if run.step(temp):
             if on_accept is not None:
                 on_accept(run)
@@ -269,15 +289,19 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
                 best, best_lat = run.solution(), run.latency
                 if on_best is not None:
                     on_best(best, best_lat)
-    return best, tried
+    return best, it
 
 
 @register("sa", "simulated annealing over homes and windows together (re-home, stream a "
           "weight, add / drop / shift / resize / re-level / evict a window) on the incremental "
           "simulator, from msa's solution", params=PARAMS, problem="residency")
-def solve_sa(ctx: SearchContext, iterations: int, t_start: float, t_end: float, home_rate: float,
-             lead: float, seed_homes: str, static_moves: int, offer_every: float) -> None:
+def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float, t_end: float,
+             home_rate: float, lead: float, seed_homes: str, static_moves: int,
+             offer_every: float) -> None:
     inst = ctx.instance
+    if iterations == 0 and ctx.time_limit is None:
+        raise ParameterError("solver 'sa' (residency): parameter 'iterations' is needed without "
+                             "a time limit")
     ctx.lower_bound = lower_bound(inst)
     start = msa_start(inst, seed_homes)
     ctx.offer(start, start.latency)
@@ -294,7 +318,13 @@ def solve_sa(ctx: SearchContext, iterations: int, t_start: float, t_end: float, 
             ctx.offer(sol)
             last[0], last[1] = time.perf_counter(), None
 
-    best, tried = anneal(inst, start, ctx.rng, iterations, t_start, t_end, home_rate, lead,
-                         ctx.should_stop, on_best)
-    ctx.count(tried)
-    ctx.offer(best)
+    best = start
+    for r in range(restarts):
+        share = None if iterations > 0 else ctx.remaining() / (restarts - r)
+        best, tried = anneal(inst, best, ctx.rng, max(1, iterations // restarts) if iterations else 0,
+                             t_start, t_end, home_rate,
+                             lead, ctx.should_stop, on_best, seconds=share)
+        ctx.count(tried)
+        ctx.offer(best)
+        if ctx.should_stop():
+            break
