@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import os
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,10 @@ from memplace.model.packing.minimalloc_csv import read_buffers
 from memplace.model.packing.packers import (PACKERS, Buffer, check_packing, minimize, pack, pack_arrays,
                                       peak_live_size)
 
-# The shared folder sits beside the repository (in CI too).
-BENCH = Path(__file__).resolve().parent.parent.parent / "shared" / "benchmarks" / "minimalloc"
+# The shared folder sits beside the repository (in CI too); MEMPLACE_SHARED overrides it,
+# as for `memplace pack-bench` (a git worktree may live elsewhere).
+BENCH = Path(os.environ.get("MEMPLACE_SHARED", Path(__file__).resolve().parent.parent.parent
+                            / "shared")) / "benchmarks" / "minimalloc"
 EXAMPLE = BENCH / "examples" / "input.12.csv"
 EXAMPLE_ROWS = [("b1", 0, 3, 4), ("b2", 3, 9, 4), ("b3", 0, 9, 4), ("b4", 9, 21, 4), ("b5", 0, 21, 4)]
 

@@ -1,10 +1,12 @@
 """Exact offset assignment: the driver around the search kernel (`pack_search`).
 
 It splits the buffers into parts that no lifespan connects, ranks each part's
-buffers by a few static orders (the kernel's tie-breaking rank), and restarts
-the kernel in rounds over (order, trial order) configurations with a node
-limit growing 3x per round, so the work lost on unlucky orders stays within a
-constant factor of what the luckiest one needs. Exhausting the search without
+buffers by MiniMalloc's three static orders and by seeded randomised ones (the
+kernel's tie-breaking rank), and restarts the kernel in rounds over these
+configurations with a node limit growing 2x per round, so the work lost on
+unlucky orders stays within a constant factor of what the luckiest one needs.
+Any one ranking has a heavy tail of search times; fresh random rankings each
+round make a long run of bad luck unlikely instead of certain. Exhausting the search without
 a limit stop proves infeasibility. Optionally two threads run disjoint shares
 of the configurations; the first to settle the question stops the other.
 """
@@ -19,12 +21,14 @@ import numpy as np
 from memplace.model.packing.search import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED, TIME_LIMIT,
                                           search)
 
-__all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "search_workers"]
+__all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "lowest_height",
+           "search_workers"]
 
 
-def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
-    """Rankings tried in turn, each most-constrained first. "total" is the peak load over
-    the buffer's lifespan, "width" its length, "area" width times size."""
+def _features(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per buffer: "total", the peak load over its lifespan; "width", its length; "area",
+    width times size. Buffers high in all three are the most constrained."""
     width = uppers - lowers
     area = width * sizes
     points = np.unique(np.concatenate([lowers, uppers]))
@@ -35,6 +39,12 @@ def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) ->
     np.add.at(load, hi, -sizes)
     load = np.cumsum(load)
     total = np.array([load[lo[i]:hi[i]].max() for i in range(sizes.size)], np.int64)
+    return total, width, area
+
+
+def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
+    """Rankings tried in turn, each most-constrained first (MiniMalloc's three)."""
+    total, width, area = _features(sizes, lowers, uppers)
     idx = np.arange(sizes.size)
     # np.lexsort sorts by the last key first; negated keys sort decreasing
     keys = [
@@ -45,11 +55,27 @@ def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) ->
     return [np.lexsort(k) for k in keys]
 
 
-# (static order, valley-first trial order) pairs tried in each round of restarts, and the
-# node-limit growth per round. Chosen on MiniMalloc's challenging instances: no single
-# pair is fast on all of them (valley-first helps B and C, hurts D and E's second part).
+def _random_order(features: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  rng: np.random.Generator) -> np.ndarray:
+    """A randomised most-constrained-first ranking: a product of the features with random
+    exponents, times per-buffer noise. Restarts over such rankings cut the heavy tail of
+    search times that any one fixed ranking shows on some instances."""
+    total, width, area = (np.log(np.maximum(f, 1)).astype(float) for f in features)
+    w = rng.lognormal(0.0, RANDOM_SPREAD, 3)
+    key = w[0] * total + w[1] * width + 0.5 * w[2] * area
+    key += rng.normal(0.0, RANDOM_SPREAD, key.size)
+    return np.argsort(-key, kind="stable")
+
+
+# Each round of restarts runs the (static order, valley-first) pairs, then RANDOM_PER_ROUND
+# fresh randomised rankings (alternating valley-first), all under the round's node limit,
+# which grows LIMIT_GROWTH-fold per round. The randomised rankings were added after the
+# static ones timed out on generated instances (seeds 1001-1010, not the held-out set).
 CONFIGS = ((0, True), (1, True), (1, False), (2, False))
-LIMIT_GROWTH = 3
+RANDOM_PER_ROUND = 4
+RANDOM_SPREAD = 0.5
+LIMIT_GROWTH = 2
+SEED = 20231
 
 
 def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
@@ -102,22 +128,40 @@ def _prepare(sizes, lowers, uppers, alignments):
 def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limit, workers):
     """(status, offsets, nodes) for one independent part.
 
-    Each worker runs a stream of restarts over its share of CONFIGS, the node
-    limit doubling after each pass, so the work wasted on unlucky orders stays
-    within a constant factor of what the luckiest one needs. The first stream
-    to settle the question (packed, infeasible or out of time) stops the others.
+    Each worker runs a stream of restarts over its share of each round's
+    configurations (fixed orders, then seeded random ones), the node limit
+    growing after each round. The first stream to settle the question (packed,
+    infeasible or out of time) stops the others. Deterministic for one worker.
     """
     orders = _static_orders(sizes, lowers, uppers)
-    prepared = [_prepare(sizes[rank], lowers[rank], uppers[rank], alignments[rank])
-                for rank in orders]
+    features = _features(sizes, lowers, uppers)
+    prepared = {}
     stop = np.zeros(1, np.int64)
+    workers = max(1, min(workers, len(CONFIGS)))
+    if sizes.size < 24:
+        workers = 1
 
-    def stream(configs):
+    def ranking(round_no: int, k: int) -> tuple[np.ndarray, bool, tuple]:
+        if k < len(CONFIGS):
+            which, valley_first = CONFIGS[k]
+            if which not in prepared:
+                rank = orders[which]
+                prepared[which] = (rank, _prepare(sizes[rank], lowers[rank], uppers[rank],
+                                                  alignments[rank]))
+            rank, prep = prepared[which]
+            return rank, valley_first, prep
+        j = k - len(CONFIGS)
+        rank = _random_order(features, np.random.default_rng((SEED, round_no, j)))
+        return rank, j % 2 == 0, _prepare(sizes[rank], lowers[rank], uppers[rank],
+                                          alignments[rank])
+
+    def stream(worker: int):
         nodes = 0
         limit = node_limit
+        round_no = 0
         while True:
-            for k, valley_first in configs:
-                rank, prep = orders[k], prepared[k]
+            for k in range(worker, len(CONFIGS) + RANDOM_PER_ROUND, workers):
+                rank, valley_first, prep = ranking(round_no, k)
                 ranked = np.full(sizes.size, -1, np.int64)
                 status, used = search(sizes[rank], alignments[rank], *prep, np.int64(capacity),
                                       valley_first, np.int64(limit), float(deadline), stop,
@@ -132,13 +176,12 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
                         offsets[rank] = ranked
                     return status, offsets, nodes
             limit *= LIMIT_GROWTH
+            round_no += 1
 
-    workers = max(1, min(workers, len(CONFIGS)))
-    if workers == 1 or sizes.size < 24:
-        return stream(CONFIGS)
+    if workers == 1:
+        return stream(0)
     with ThreadPoolExecutor(workers) as pool:
-        runs = [f.result() for f in [pool.submit(stream, CONFIGS[i::workers])
-                                     for i in range(workers)]]
+        runs = [f.result() for f in [pool.submit(stream, i) for i in range(workers)]]
     nodes = sum(r[2] for r in runs)
     for wanted in (PACKED, INFEASIBLE, TIME_LIMIT):
         for status, offsets, _ in runs:
@@ -196,3 +239,50 @@ def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
     if timed_out:
         return TIME_LIMIT, np.full(sizes.size, -1, np.int64), total_nodes
     return PACKED, offsets, total_nodes
+
+
+def lowest_height(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
+                  alignments: np.ndarray, best: np.ndarray, lower: int,
+                  deadline: float | None, probe_s: float
+                  ) -> tuple[np.ndarray, int, int, int]:
+    """(offsets, height, proven lower bound, nodes): the lowest packing found below the
+    packing `best`, given that no packing is lower than `lower`.
+
+    The search prunes well when the capacity is tight and poorly with slack, and it
+    proves infeasibility under the optimum slowly if at all; feasible heights with
+    slack, though, pack fast. So: a short probe (`probe_s` seconds) at the lower bound
+    (often the optimum), then bisection on short probes between the heights not yet
+    ruled out (a probe that runs out of time counts as "too low" for the bisection
+    only, never for the bound), then one unit under the best height on all the time
+    left (`deadline` None: without limit) until a probe fails.
+    """
+    def height_of(offsets: np.ndarray) -> int:
+        return int((offsets + sizes).max()) if sizes.size else 0
+
+    upper = height_of(best)
+    proven = soft = lower
+    nodes = 0
+    first = True
+    while proven < upper:
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0.01:
+            break
+        if soft < upper - 1:
+            height = soft if first else (soft + upper - 1) // 2
+            budget = probe_s if left is None else min(probe_s, left)
+        else:
+            height, budget = upper - 1, left
+        first = False
+        code, got, used = exact_offsets(sizes, lowers, uppers, alignments, height, budget)
+        nodes += used
+        if code == PACKED:
+            best, upper = got, height_of(got)
+        elif code == INFEASIBLE:
+            # no packing at `height` means none at any lower height either
+            proven = max(proven, height + 1)
+            soft = max(soft, height + 1)
+        elif height == upper - 1:
+            break  # out of time one unit under the best
+        else:
+            soft = height + 1
+    return best, upper, proven, nodes

@@ -250,9 +250,9 @@ def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: i
 
 def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
              capacity: int | None = None) -> tuple[PackResult, int]:
-    """The lowest height that packs, by exact searches at heights climbing from the peak
-    live size (short probes), then one unit under the best height found, until a probe
-    fails or the time runs out.
+    """The lowest height that packs, by exact searches bisecting between the peak live size
+    and the best height found (short probes; see `exact.lowest_height`), then one unit
+    under the best height, until a probe fails or the time runs out.
 
     Returns (result, lower_bound): the result packs at `result.height`; the lower
     bound is the peak live size, raised past every height proven infeasible.
@@ -280,44 +280,9 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
             if code == pack_exact.INFEASIBLE:
                 lower = max(lower, limit + 1)
             return PackResult(best, name, 0, "minimize", wall, nodes), lower
-    upper = _height(sizes, best)
-    proven_lower = lower
-    # The search prunes well when the capacity is tight and poorly with much slack, and
-    # it proves infeasibility just under the optimum slowly if at all. So: short probes
-    # climbing from the peak in growing steps until one packs, then down one unit under
-    # the best height so far, on all the time left, until a probe fails.
-    def time_left() -> float | None:
-        return None if deadline is None else deadline - time.perf_counter()
-
-    short = CLIMB_PROBE_S if time_limit is None else time_limit / 20
-    height = lower
-    step = max(1, (upper - lower) // 64)
-    climbing = True
-    while proven_lower < upper:
-        left = time_left()
-        if left is not None and left <= 0.01:
-            break
-        if climbing and height >= upper - 1:
-            climbing = False  # climbed to the best height: spend what is left just under it
-        if climbing:
-            budget = short if left is None else min(short, left)
-        else:
-            height = upper - 1
-            budget = left
-        code, got, used = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, height, budget)
-        nodes += used
-        if code == pack_exact.PACKED:
-            best, upper = got, _height(sizes, got)
-            climbing = False
-        elif code == pack_exact.INFEASIBLE:
-            # no packing at `height` means none at any lower height either
-            proven_lower = max(proven_lower, height + 1)
-            height = max(height + 1, height + step if climbing else height + 1)
-            step *= 2
-        elif climbing:
-            height += step
-            step *= 2
-        else:
-            break  # out of time one unit under the best
+    best, upper, proven_lower, used = pack_exact.lowest_height(
+        sizes, lowers, uppers, aligns, best, lower, deadline,
+        CLIMB_PROBE_S if time_limit is None else time_limit / 20)
+    nodes += used
     wall = time.perf_counter() - start
     return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower

@@ -19,6 +19,17 @@ watermark this is strong: choosing a buffer that is not among the lowest
 wastes the space below it in every other section, fatal at once where a
 section has no slack.
 
+Dominance. A buffer placed at or above the top that some unplaced buffer of
+the scope would have at its lowest start leaves, under that buffer, a hole it
+could drop into: every packing below such a node can be lowered, so the node
+is skipped (a packing with the least sum of offsets is never skipped).
+
+Failure memo. Two orders of placing the same buffers can leave the same
+floors (a stack of same-lifespan buffers, say). A scope's state is its placed
+set and floors; when it fails under threshold t, every later visit under a
+threshold >= t fails too (its canonical sequences are a subset), so a 128-bit
+hash of failed states cuts the repeat.
+
 Independent groups. When the unplaced buffers of the current scope fall apart
 into groups that no lifespan connects, each group is packed on its own; the
 failure of one fails the split without revisiting the others.
@@ -55,6 +66,24 @@ def _now():
     with numba.objmode(t="float64"):
         t = time.perf_counter()
     return t
+
+
+@njit(cache=True, nogil=True)
+def _mix(x):
+    """splitmix64's finaliser: a well-spread 64-bit hash of `x`."""
+    x = np.uint64(x)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def _state_hash(zob, salt, floor, slo, shi):
+    """Hash of a scope's state: the placed set (Zobrist `zob`), the scope and its floors."""
+    h = zob ^ _mix(np.uint64(slo) * np.uint64(1000003) + np.uint64(shi) + salt)
+    for s in range(slo, shi):
+        h = _mix(h ^ (np.uint64(floor[s]) + salt))
+    return h
 
 
 @njit(cache=True, nogil=True)
@@ -158,6 +187,15 @@ def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, 
         if remaining[s] > 0 and capacity - remaining[s] < high:
             high = capacity - remaining[s]
             tight = s
+    # dominance: a buffer placed at or above the top some unplaced buffer of the scope
+    # would have at its lowest start leaves a hole that buffer could drop into
+    gap_top = capacity + 1
+    for c in range(n):
+        if placed[c] or sec_lo[c] < slo or sec_hi[c] > shi:
+            continue
+        t = _round_up(maxfloor[c], alignments[c]) + sizes[c]
+        if t < gap_top and sizes[c] > 0:
+            gap_top = t
     m = capacity + 1
     k = 0
     nlate = 0
@@ -168,7 +206,7 @@ def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, 
         if tp >= 0 and not placed[tp]:
             continue
         o = _round_up(maxfloor[c], alignments[c])
-        if o + sizes[c] > capacity or o * n + c <= threshold:
+        if o + sizes[c] > capacity or o * n + c <= threshold or o >= gap_top:
             continue
         if o > high:
             # above `high`, section `tight` overflows unless this buffer is all it has left
@@ -270,6 +308,23 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     comp_slack = np.empty(nsec + 1, np.int64)
     lift = np.zeros(n, np.int64)
     stamp = np.full(n, -1, np.int64)
+    zkey1 = np.empty(n, np.uint64)
+    zkey2 = np.empty(n, np.uint64)
+    for i in range(n):
+        zkey1[i] = _mix(np.uint64(2 * i + 1))
+        zkey2[i] = _mix(np.uint64(2 * i + 2) * np.uint64(0x9E3779B97F4A7C15))
+    zob1 = np.uint64(0)
+    zob2 = np.uint64(0)
+    hash1 = np.zeros(n + 1, np.uint64)
+    hash2 = np.zeros(n + 1, np.uint64)
+    memo_size = 1024
+    while memo_size < min(node_limit, 1 << 20):
+        memo_size *= 2
+    memo_mask = np.uint64(memo_size - 1)
+    memo_k1 = np.zeros(memo_size, np.uint64)
+    memo_k2 = np.zeros(memo_size, np.uint64)
+    memo_thr = np.zeros(memo_size, np.int64)
+    memo_hits = 0
     key_base = np.int64(n)
     # read the clock about every millisecond: nodes cost more as instances grow
     clock_mask = 1023 if n <= 256 else 63 if n <= 1024 else 15
@@ -347,6 +402,20 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 grown[:pool.size] = pool
                 pool = grown
             cand_start[depth] = start
+            # a scope state (placed set, floors) that failed before under a threshold no
+            # higher than this one fails again: its canonical sequences are a superset
+            h1 = _state_hash(zob1, np.uint64(0x9E3779B97F4A7C15), floor, scope_lo[depth],
+                             scope_hi[depth])
+            h2 = _state_hash(zob2, np.uint64(0xD1B54A32D192ED03), floor, scope_lo[depth],
+                             scope_hi[depth])
+            hash1[depth] = h1
+            hash2[depth] = h2
+            slot = np.int64(h1 & memo_mask)
+            if memo_k1[slot] == h1 and memo_k2[slot] == h2 and memo_thr[slot] <= tried[depth]:
+                ncand[depth] = 0
+                next_cand[depth] = 0
+                memo_hits += 1
+                continue
             ncand[depth] = _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed,
                                        maxfloor, floor, remaining, capacity, scope_lo[depth],
                                        scope_hi[depth], tried[depth], pool[start:start + n], prio,
@@ -359,10 +428,16 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
         slo = scope_lo[depth]
         shi = scope_hi[depth]
         if best < 0:
+            slot = np.int64(hash1[depth] & memo_mask)
+            memo_k1[slot] = hash1[depth]
+            memo_k2[slot] = hash2[depth]
+            memo_thr[slot] = tried[depth]
             target = fail_to[depth]
             if target < 0:
                 return INFEASIBLE, nodes
             for d in range(depth - 1, target - 1, -1):
+                zob1 ^= zkey1[chosen[d]]
+                zob2 ^= zkey2[chosen[d]]
                 _undo(chosen[d], sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
                       floor_trail, floor_top[d], maxfloor, mf_trail_idx, mf_trail_val,
                       mf_top[d], mf_top[d + 1])
@@ -381,6 +456,8 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 return TIME_LIMIT, nodes
         top = o + sizes[b]
         placed[b] = True
+        zob1 ^= zkey1[b]
+        zob2 ^= zkey2[b]
         offsets[b] = o
         chosen[depth] = b
         ft = floor_top[depth]
@@ -403,6 +480,8 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
         mf_top[depth + 1] = mt
         if _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed,
                  maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes):
+            zob1 ^= zkey1[b]
+            zob2 ^= zkey2[b]
             _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
                   floor_trail, floor_top[depth], maxfloor, mf_trail_idx, mf_trail_val,
                   mf_top[depth], mt)
