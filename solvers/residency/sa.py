@@ -21,16 +21,18 @@ accesses and one move for it:
 A move that breaks a rule of section 10 or does not fit is not made (validity is kept
 throughout, never penalised). On addressed levels a window or home gets the best-fit
 offset over its ops, and a change that finds no gap is refused (no repacking inside a
-move). Acceptance is Metropolis on the relative latency change, the temperature cooling
-geometrically from `t_start` to `t_end` in each of `restarts` anneals (each from the
-best solution so far), over its share of `iterations` moves (then a run depends only on
-the seed, when the moves end before the time limit) or, with `iterations = 0` (the
-default), over its share of the time limit. The search starts from
-the better of `msa`'s solution (run through `solve()`, homes `seed_homes`) and the
-static `sa`'s placement after `static_moves` moves with msa's windows over it
-(`starts.py`; 0 = msa alone); both are offered first, so the result is never worse than
-msa. The best solution is offered again at least every `offer_every` seconds and at the
-end (latency from a full simulation).
+move). Acceptance is Metropolis on the relative latency change.
+
+Starts: `msa`'s solution (run through `solve()`, homes `seed_homes`) and the static
+`sa`'s placement after `static_moves` moves with msa's windows over it (`starts.py`;
+0 = msa alone). Both are offered first, so the result is never worse than msa. The
+temperature cools geometrically from `t_start` to `t_end` in each of `restarts` anneals:
+the first from msa's solution, the second from the static start, the others from the
+best so far (with one anneal, from the better start). Each anneal has its share of
+`iterations` moves (then a run depends only on its seed, when the moves end before the
+time limit) or, with `iterations = 0` (the default), its share of the time left. The
+best solution is offered at least every `offer_every` seconds and after each anneal
+(latency from a full simulation).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from typing import Callable
 import numpy as np
 
 from memplace.model.instance import Instance
-from memplace.model.residency import ResidencySolution, Simulation, Window, lower_bound
+from memplace.model.residency import ResidencySolution, Simulation, Window, lower_bound, simulate
 from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.layout import Layout
 from memplace.solvers.residency.starts import msa_start, static_start
@@ -50,7 +52,8 @@ HOMES = ("slowest", "compiler", "best")
 PARAMS = {
     "iterations": Param(0, int, 0, doc="moves tried over all anneals (0: cool over the time "
                                        "limit instead; a budget makes the run depend only on the seed)"),
-    "restarts": Param(3, int, 1, doc="anneals, each from the best solution so far"),
+    "restarts": Param(3, int, 1, doc="anneals: from msa, from the static start, then from "
+                                      "the best so far"),
     "t_start": Param(3e-3, float, 0.0, doc="start temperature, relative to the latency"),
     "t_end": Param(1e-6, float, 0.0, "t_start", doc="final temperature, relative to the latency"),
     "home_rate": Param(0.1, float, 0.0, 1.0, doc="share of moves that change a home (re-home, stream)"),
@@ -303,13 +306,13 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
         raise ParameterError("solver 'sa' (residency): parameter 'iterations' is needed without "
                              "a time limit")
     ctx.lower_bound = lower_bound(inst)
-    start = msa_start(inst, seed_homes)
-    ctx.offer(start, start.latency)
+    starts = [msa_start(inst, seed_homes)]
+    ctx.offer(starts[0], starts[0].latency)
     if static_moves > 0:
-        other = static_start(inst, static_moves, int(ctx.rng.integers(2**31)))
-        ctx.offer(other, other.latency)
-        if other.latency < start.latency:
-            start = other
+        starts.append(static_start(inst, static_moves, int(ctx.rng.integers(2**31))))
+        ctx.offer(starts[1], starts[1].latency)
+    if restarts < len(starts):  # one anneal: from the better start
+        starts = [min(starts, key=lambda s: s.latency)]
     last = [time.perf_counter(), None]
 
     def on_best(sol: ResidencySolution, lat: float) -> None:
@@ -318,13 +321,15 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
             ctx.offer(sol)
             last[0], last[1] = time.perf_counter(), None
 
-    best = start
+    best = starts[0]
     for r in range(restarts):
+        origin = starts[r] if r < len(starts) else best  # each start once, then the best
         share = None if iterations > 0 else ctx.remaining() / (restarts - r)
-        best, tried = anneal(inst, best, ctx.rng, max(1, iterations // restarts) if iterations else 0,
-                             t_start, t_end, home_rate,
-                             lead, ctx.should_stop, on_best, seconds=share)
+        found, tried = anneal(inst, origin, ctx.rng, max(1, iterations // restarts) if iterations else 0,
+                              t_start, t_end, home_rate, lead, ctx.should_stop, on_best, seconds=share)
         ctx.count(tried)
-        ctx.offer(best)
+        ctx.offer(found)
+        if r == 0 or simulate(inst, found) < simulate(inst, best):
+            best = found
         if ctx.should_stop():
             break
