@@ -8,8 +8,10 @@ placements. Here the population is the GA's decoder chromosomes (`evolution.py`)
 
 - the planner (`planner`: a solver searching the mallocGame, `beam` or `mcts`; "auto"
   takes `beam` when it is registered and none otherwise), `planner_s` seconds a run;
-- the annealer `sa` for `sa_iterations` moves, with a new seed each time (a run of the
-  heuristic local search from msa's solution);
+- the annealer `sa` with a new seed each time, for `sa_iterations` moves (then the run
+  depends only on the seed) or, with `sa_iterations = 0` (the default), for `sa_share`
+  of the time left (a run of the heuristic local search from msa's solution and the
+  static start);
 - `msa` itself is in the first population (its chromosomes, both homes) and is offered
   first.
 
@@ -31,7 +33,10 @@ PARAMS = {
     "planner": Param("auto", str, doc="residency solver searching the game whose solutions are "
                                       "injected (beam, mcts, none; auto: beam if registered)"),
     "planner_s": Param(2.0, float, 0.01, doc="seconds of one planner run"),
-    "sa_iterations": Param(20000, int, 0, doc="moves of one injected sa run (0: no sa)"),
+    "sa_iterations": Param(0, int, 0, doc="moves of one injected sa run (0: sa_share of the "
+                                          "time left instead)"),
+    "sa_share": Param(0.3, float, 0.0, 1.0, doc="share of the time left one injected sa run "
+                                                "takes when sa_iterations is 0 (0: no sa)"),
     "inject_every": Param(1, int, 1, doc="generations between injections"),
 }
 
@@ -55,7 +60,7 @@ def planner_name(name: str) -> str | None:
 def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: int,
                  tournament: int, cxpb: float, moves: float, lead_indpb: float, lead_sigma: float,
                  static_moves: int, planner: str, planner_s: float, sa_iterations: int,
-                 inject_every: int) -> None:
+                 sa_share: float, inject_every: int) -> None:
     inst = ctx.instance
     chosen = planner_name(planner)
     ctx.notes["planner"] = chosen or "none"
@@ -74,6 +79,9 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: i
             limit = None if ctx.time_limit is None else max(0.01, ctx.remaining())
             runs.append(("sa", "sa", limit, {"iterations": sa_iterations,
                                               "static_moves": static_moves}))
+        elif sa_share > 0 and ctx.time_limit is not None:
+            runs.append(("sa", "sa", max(0.05, sa_share * ctx.remaining()),
+                         {"static_moves": static_moves}))
         for key, name, limit, params in runs:
             if ctx.should_stop():
                 break
