@@ -188,13 +188,15 @@ class Layout:
         windows = tuple(w for w in self.windows if w is not None)
         return ResidencySolution(i.name, self.homes.copy(), offsets, windows)
 
-    def snapshot(self) -> tuple:
-        """Everything a compound change may touch, to `restore` if it is refused."""
-        return (self.homes.copy(), self.offsets.copy(), list(self.windows),
-                {t: list(s) for t, s in self.by_tensor.items()}, self.load.copy(),
+    def snapshot(self, t: int) -> tuple:
+        """Everything a compound change of tensor t's home and windows may touch, to
+        `restore` if it is refused (other tensors' window lists are not copied)."""
+        return (t, self.homes.copy(), self.offsets.copy(), list(self.windows),
+                list(self.by_tensor.get(t, [])), self.load.copy(),
                 {l: dict(c) for l, c in self.chunks.items()})
 
     def restore(self, snap: tuple) -> None:
-        homes, offsets, windows, by_tensor, load, chunks = snap
+        t, homes, offsets, windows, slots, load, chunks = snap
         self.homes, self.offsets, self.windows = homes, offsets, windows
-        self.by_tensor, self.load, self.chunks = by_tensor, load, chunks
+        self.by_tensor[t] = slots
+        self.load, self.chunks = load, chunks

@@ -18,7 +18,8 @@ accesses and one move for it:
   back in its old level for every access (the move that frees fast memory for others:
   weights out of SRAM/LLC and streamed back gain ~11% on gpt2@nnpi).
 
-A move that breaks a rule of section 10 or does not fit is not made (validity is kept
+Half the moves pick their tensor in proportion to its traffic (bytes accessed), half
+uniformly. A move that breaks a rule of section 10 or does not fit is not made (validity is kept
 throughout, never penalised). On addressed levels a window or home gets the best-fit
 offset over its ops, and a change that finds no gap is refused (no repacking inside a
 move). Acceptance is Metropolis on the relative latency change.
@@ -76,6 +77,9 @@ class Annealer:
         self.layout = Layout(i, start.placement, start.offsets, start.windows)
         self.sim = Simulation(i, self.layout.homes.copy(), self.layout.windows)
         self.tensors = np.array([t for t in range(i.n_tensors) if self.layout.access_ops[t]], np.int64)
+        # half the moves pick a tensor by its traffic (where the latency is), half uniformly
+        traffic = np.asarray(i.traffic, np.float64)[self.tensors]
+        self.by_traffic = np.cumsum(traffic) / traffic.sum() if traffic.sum() > 0 else None
         self.accepted = 0
 
     @property
@@ -211,10 +215,14 @@ class Annealer:
     def step(self, temperature: float) -> bool:
         """Try one move; keep it by the Metropolis rule. True when it was kept."""
         lay, rng = self.layout, self.rng
-        t = int(self.tensors[int(rng.integers(self.tensors.size))])
+        if self.by_traffic is not None and rng.random() < 0.5:
+            j = min(int(np.searchsorted(self.by_traffic, rng.random(), "right")), self.tensors.size - 1)
+        else:
+            j = int(rng.integers(self.tensors.size))
+        t = int(self.tensors[j])
         cur = self.sim.latency
         if rng.random() < self.home_rate:
-            snap = lay.snapshot()
+            snap = lay.snapshot(t)
             if not self._home_move(t):
                 lay.restore(snap)
                 return False
