@@ -64,7 +64,7 @@ def test_solvers_list_shows_one_problem(runner):
     result = runner.invoke(main, ["solvers", "list", "--problem", "residency"])
     assert result.exit_code == 0, result.output
     names = [line.split()[0] for line in result.output.splitlines() if not line.startswith(" ")]
-    assert names == ["all-slowest", "compiler", "msa"]
+    assert names == ["all-slowest", "bound", "compiler", "msa"]
     result = runner.invoke(main, ["solvers", "list", "--problem", "dynamic"])
     assert result.exit_code == 2 and "dynamic" in result.output
 
