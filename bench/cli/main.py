@@ -11,11 +11,11 @@ import sys
 
 import click
 
-from memplace.bench.cli import bench, envs, instances, model, onnx_import, pack, residency, solve
+from memplace.bench.cli import bench, bound, envs, instances, model, onnx_import, pack, residency, solve
 from memplace.model.core.errors import MemplaceError
 
 # Modules that define click commands in a list named COMMANDS.
-COMMAND_MODULES = (instances, model, pack, solve, bench, residency, envs, onnx_import)
+COMMAND_MODULES = (instances, model, pack, solve, bench, residency, envs, onnx_import, bound)
 
 
 class _Group(click.Group):
