@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from memplace.model import Instance
+from memplace.bench.perf_residency import every_access_windows  # noqa: F401 (re-exported)
 from memplace.model.residency import Window
 
 
@@ -52,37 +53,3 @@ def random_windows(inst: Instance, placement: np.ndarray, rng: np.random.Generat
             cursor = last + 1
     order = rng.permutation(len(out))
     return [out[j] for j in order]
-
-
-def every_access_windows(inst: Instance, placement: np.ndarray, level: int = 0,
-                         lead: int = 2) -> list[Window]:
-    """A window in `level` for every access that can have one: the producer's write in a
-    defining window evicted right after it, every other access in a prefetch window of
-    its own issued up to `lead` ops ahead (deterministic; for benchmarks)."""
-    out: list[Window] = []
-    for t in range(inst.n_tensors):
-        if placement[t] <= level:
-            continue
-        lo, hi = int(inst.start[t]), int(inst.end[t])
-        p = inst.tensors[t]["producer"]
-        cursor, valid = lo, 0
-        steps = sorted(k for k, _ in inst.tensors[t]["accesses"])
-        for k in steps:
-            if p is not None and k == p:
-                if hi >= p + 2:
-                    last = p + 1 if p + 1 in steps else p  # the write, and a read right after it
-                    out.append(Window(t, level, p, p, last, evict=(p + 1, p + 2)))
-                    cursor, valid = p + 2, p + 2
-                else:
-                    out.append(Window(t, level, p, p, hi))
-                    cursor = valid = hi + 1
-                continue
-            if p is not None and valid == 0:
-                valid = p + 1
-            if k < cursor:
-                continue  # already in the defining window
-            start = max(cursor, valid, k - lead)
-            if start < k:
-                out.append(Window(t, level, start, k, k))
-                cursor = k + 1
-    return out

@@ -10,8 +10,14 @@ from memplace.model import Solution, validate, warmup
 
 
 def _validate(instance: str, solution: str):
+    """Validate a solution file of either format: `memplace-solution/2` (residency: homes and
+    windows, latency simulated) or `/1` (static placement), told apart by its "format"."""
+    from memplace.model import residency
     inst = load_instance(instance)
-    return validate(inst, Solution.read(solution, inst))
+    data = residency.read_json(solution)
+    if isinstance(data, dict) and data.get("format") == residency.FORMAT:
+        return residency.validate(inst, residency.ResidencySolution.from_dict(data, inst))
+    return validate(inst, Solution.from_dict(data, inst))
 
 
 @click.command("evaluate")
@@ -44,8 +50,15 @@ def validate_command(instance: str, solution: str) -> None:
 @click.argument("instance")
 @click.option("--population", default=1024, show_default=True, help="placements per batch call")
 @click.option("--moves", default=1_000_000, show_default=True, help="moves timed for the delta")
-def perf_command(instance: str, population: int, moves: int) -> None:
+@click.option("--problem", "problem_name", type=click.Choice(["static", "residency"]), default="static",
+              show_default=True, help="which cost model: the static latency or the residency simulator")
+@click.option("--changes", default=2000, show_default=True,
+              help="residency: random one-window changes timed (incremental vs full)")
+def perf_command(instance: str, population: int, moves: int, problem_name: str, changes: int) -> None:
     """Measure the cost model; the last line is machine-readable."""
+    if problem_name == "residency":
+        _perf_residency(instance, changes)
+        return
     from memplace.bench.perf import measure
     if population < 1 or moves < 1:
         raise click.BadParameter("--population and --moves must be >= 1")
@@ -62,6 +75,29 @@ def perf_command(instance: str, population: int, moves: int) -> None:
     click.echo(f"Python reference      {figures.python_ref_ns / 1e3:10.1f} us per placement "
                f"({figures.python_ref_ns / figures.batch_ns:.0f}x the batch kernel)")
     click.echo(figures.line())
+
+
+def _perf_residency(instance: str, changes: int) -> None:
+    from memplace.bench.perf_residency import measure
+    if changes < 1:
+        raise click.BadParameter("--changes must be >= 1")
+    inst = load_instance(instance)
+    f = measure(inst, changes=changes)
+    click.echo(f"{inst.name}: {inst.n_ops} ops, {inst.n_tensors} tensors, {int(inst.op_ptr[-1])} accesses; "
+               f"homes in the slowest level, {f.windows} windows (one per access that can have one), "
+               f"{f.copies} copies")
+    click.echo(f"simulation (kernel)   {f.kernel_ns / 1e3:10.2f} us per solution (CPU time, in a compiled loop)")
+    if f.c_ns is not None:
+        click.echo(f"C loop, same arrays   {f.c_ns / 1e3:10.2f} us per solution (kernel/C = {f.kernel_ns / f.c_ns:.2f}x)")
+    click.echo(f"Python reference      {f.python_ref_ns / 1e3:10.1f} us per solution "
+               f"({f.python_ref_ns / f.kernel_ns:.0f}x the kernel)")
+    click.echo(f"encode windows        {f.encode_ns / 1e3:10.2f} us per solution (from Python Window objects)")
+    click.echo(f"batch of 32           {f.batch_ns / 1e3:10.2f} us per solution (encoding included)")
+    click.echo(f"one-window change     {f.full_ns / 1e3:10.2f} us full re-simulation, "
+               f"{f.incremental_ns / 1e3:.2f} us incremental ({f.full_ns / f.incremental_ns:.1f}x; "
+               f"{f.early_stops:.0%} met the old run early), mean of {changes} random changes")
+    click.echo(f"Simulation.try_change {f.api_ns / 1e3:10.2f} us per call from Python (reject included)")
+    click.echo(f.line())
 
 
 @click.command("warmup")

@@ -16,3 +16,7 @@ __all__ = [
     "is_defining", "producer_of", "load_with_windows", "simulate", "timeline", "Timeline",
     "simulate_batch", "details", "Details", "Simulation",
 ]
+from memplace.model.residency.bounds import (channel_bound, fastest_bound, lower_bound,  # noqa: E402
+                                             op_capacity_bound)
+
+__all__ += ["lower_bound", "fastest_bound", "op_capacity_bound", "channel_bound"]

@@ -24,13 +24,14 @@ class Enc(NamedTuple):
     """One solution's windows: who serves each access, and the copies by queue."""
 
     serve: np.ndarray  # int64[A]
-    q_issue: np.ndarray  # int64[Q, cap]
-    q_due: np.ndarray
-    q_tensor: np.ndarray
-    q_window: np.ndarray
-    q_size: np.ndarray  # float64[Q, cap]
+    c_issue: np.ndarray  # int64[2 * window slots]
+    c_due: np.ndarray
+    c_tensor: np.ndarray
+    c_size: np.ndarray  # float64[2 * window slots]
+    q_copy: np.ndarray  # int64[Q, cap]
     q_len: np.ndarray  # int64[Q]
     due_count: np.ndarray  # int64[n]
+    due_q: np.ndarray  # int64[Q, n]
 
 
 class State(NamedTuple):
@@ -39,6 +40,10 @@ class State(NamedTuple):
     tail: np.ndarray
     left: np.ndarray  # float64[Q]
     stop: np.ndarray  # int64[1]
+    busy: np.ndarray  # float64[L], scratch
+    need: np.ndarray  # float64[L], scratch
+    no_times: np.ndarray  # float64[0]
+    no_done: np.ndarray  # int64[0, 0]
 
 
 class Checkpoints(NamedTuple):
@@ -63,22 +68,24 @@ def sim_of(instance: Instance) -> Sim:
     return Sim(i.compute, i.op_ptr, i.op_tensor, i.access_time, i.copy_bandwidth)
 
 
-def window_arrays(windows: Sequence[Window]) -> WindowArrays:
-    rows = [(w.tensor, w.level, w.start, w.first, w.last,
+def window_arrays(windows: Sequence[Window | None]) -> WindowArrays:
+    """Windows as columns; a None (an empty slot) is a row of -1."""
+    rows = [(-1,) * 7 if w is None else
+            (w.tensor, w.level, w.start, w.first, w.last,
              -1 if w.evict is None else w.evict[0], -1 if w.evict is None else w.evict[1])
             for w in windows]
     cols = np.array(rows, np.int64).reshape(len(rows), 7).T
     return WindowArrays(*(np.ascontiguousarray(c) for c in cols))
 
 
-def empty_enc(instance: Instance, capacity: int) -> Enc:
+def empty_enc(instance: Instance, slots: int) -> Enc:
+    """Room for `slots` windows (two copies each; every queue may hold all of them)."""
     Q = 2 * instance.n_levels
-    cap = max(capacity, 1)
+    cap = max(2 * slots, 1)
     return Enc(np.empty(instance.op_tensor.shape[0], np.int64),
-               np.zeros((Q, cap), np.int64), np.zeros((Q, cap), np.int64),
-               np.zeros((Q, cap), np.int64), np.zeros((Q, cap), np.int64),
-               np.zeros((Q, cap), np.float64), np.zeros(Q, np.int64),
-               np.zeros(instance.n_ops, np.int64))
+               np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64),
+               np.zeros(cap, np.float64), np.zeros((Q, cap), np.int64), np.zeros(Q, np.int64),
+               np.zeros(instance.n_ops, np.int64), np.zeros((Q, instance.n_ops), np.int64))
 
 
 def encode_into(instance: Instance, placement: np.ndarray, wa: WindowArrays, enc: Enc) -> Enc:
@@ -88,18 +95,20 @@ def encode_into(instance: Instance, placement: np.ndarray, wa: WindowArrays, enc
     return enc
 
 
-def encode(instance: Instance, placement: np.ndarray, windows: Sequence[Window],
-           capacity: int | None = None) -> Enc:
-    """The arrays of one solution; `capacity` copies per queue (default: 2 per window)."""
+def encode(instance: Instance, placement: np.ndarray, windows: Sequence[Window | None],
+           slots: int | None = None) -> Enc:
+    """The arrays of one solution, with room for `slots` windows (default: as many as given);
+    window w's copies are 2w and 2w + 1."""
     wa = window_arrays(windows)
-    cap = 2 * len(windows) if capacity is None else capacity
-    return encode_into(instance, placement, wa, empty_enc(instance, cap))
+    return encode_into(instance, placement, wa,
+                       empty_enc(instance, len(windows) if slots is None else slots))
 
 
 def initial_state(instance: Instance) -> State:
     Q = 2 * instance.n_levels
     return State(np.zeros(1), np.zeros(Q, np.int64), np.zeros(Q, np.int64), np.zeros(Q),
-                 np.full(1, -1, np.int64))
+                 np.full(1, -1, np.int64), np.zeros(instance.n_levels), np.zeros(instance.n_levels),
+                 np.zeros(0), np.zeros((0, 0), np.int64))
 
 
 def empty_checkpoints(instance: Instance, K: int) -> Checkpoints:

@@ -7,13 +7,15 @@ Records (NamedTuples of arrays, see `encoding.py`):
 
 - `Sim` (the instance): `compute[k]`, `op_ptr`, `op_tensor`, `access_time[a, l]`,
   `copy_bandwidth[l]`.
-- `Enc` (one solution's windows): `serve[a]` the level serving access a; the copies as
-  `Q = 2 * L` FIFO queues (queue `2h` = reads/prefetches of channel h, `2h+1` = writes/
-  evictions), each sorted by (issue op, due op, tensor) so that a queue's joined copies
-  are a prefix of it: `q_issue[q, i]`, `q_due`, `q_tensor`, `q_window`, `q_size` (float
-  bytes), `q_len[q]`; `due_count[k]` copies due at op k.
+- `Enc` (one solution's windows): `serve[a]` the level serving access a; copy `c = 2w`
+  (window w's prefetch) and `2w + 1` (its eviction) with `c_issue[c]`, `c_due[c]`,
+  `c_tensor[c]`, `c_size[c]` (float bytes); the copies as `Q = 2 * L` FIFO queues
+  (queue `2h` = prefetches on channel h, `2h+1` = evictions), each a row `q_copy[q, :q_len[q]]`
+  of copy ids sorted by (issue op, due op, tensor), so that a queue's joined copies are a
+  prefix of it; `due_count[k]` copies due at op k, `due_q[q, k]` those of queue q.
 - `State`: `clock[0]`, `head[q]` (front copy), `tail[q]` (copies joined), `left[q]`
-  (bytes left of the front copy), `stop[0]` (the checkpoint where a run stopped early, -1).
+  (bytes left of the front copy), `stop[0]` (the checkpoint where a run stopped early, -1);
+  `busy`, `need` (float64[L]) are scratch, `no_times`/`no_done` empty timeline outputs.
 
 A checkpoint is the state before op k's wait, for every k multiple of `K`.
 """
@@ -23,68 +25,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
-def _advance(h, idle, until, target_r, target_w, enc, state, cb, op, done):
-    """Move channel h's copies for `idle` seconds, or (with `until`) until its queues'
-    heads pass positions `target_r`/`target_w`; return the seconds used."""
-    qr = 2 * h
-    qw = qr + 1
-    head, tail, left = state.head, state.tail, state.left
-    used = 0.0
-    while True:
-        r = head[qr] < tail[qr]
-        w = head[qw] < tail[qw]
-        if not r and not w:
-            return used
-        if until and head[qr] > target_r and head[qw] > target_w:
-            return used
-        if r and w:
-            rate = cb / 2
-            tr = left[qr] / rate
-            tw = left[qw] / rate
-            dt = tr if tr < tw else tw
-            if not until and dt > idle:
-                x = left[qr] - idle * rate
-                left[qr] = x if x > 0.0 else 0.0
-                x = left[qw] - idle * rate
-                left[qw] = x if x > 0.0 else 0.0
-                return used + idle
-            for q, t in ((qr, tr), (qw, tw)):
-                if t <= dt:
-                    if done.shape[0] > 0:
-                        done[q, head[q]] = op
-                    head[q] += 1
-                    left[q] = enc.q_size[q, head[q]] if head[q] < tail[q] else 0.0
-                else:
-                    x = left[q] - dt * rate
-                    left[q] = x if x > 0.0 else 0.0
-        else:
-            q = qr if r else qw
-            dt = left[q] / cb
-            if not until and dt > idle:
-                x = left[q] - idle * cb
-                left[q] = x if x > 0.0 else 0.0
-                return used + idle
-            if done.shape[0] > 0:
-                done[q, head[q]] = op
-            head[q] += 1
-            left[q] = enc.q_size[q, head[q]] if head[q] < tail[q] else 0.0
-        used += dt
-        if not until:
-            idle -= dt
-
-
-@njit(cache=True, nogil=True)
-def _last_due(q, k, enc, state):
-    """Position of the last joined copy of queue q due at op k, -1 if none is pending."""
-    last = -1
-    for i in range(state.head[q], state.tail[q]):
-        if enc.q_due[q, i] == k:
-            last = i
-    return last
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _save(c, state, ck):
     ck.clock[c] = state.clock[0]
     for q in range(state.head.shape[0]):
@@ -93,7 +34,7 @@ def _save(c, state, ck):
         ck.left[c, q] = state.left[q]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _same_as(c, state, old, shift):
     """The state equals old checkpoint c, heads and tails shifted by `shift[q]`."""
     for q in range(state.head.shape[0]):
@@ -120,9 +61,83 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
     L = sim.copy_bandwidth.shape[0]
     Q = 2 * L
     state.stop[0] = -1
-    busy = np.zeros(L)
-    need = np.zeros(L)
+    busy = state.busy
+    need = state.need
+    head, tail, left = state.head, state.tail, state.left
+    c_size, q_copy = enc.c_size, enc.q_copy
     record = wait_out.shape[0] > 0
+    track = done.shape[0] > 0
+
+    def last_due(aq, ak):
+        """Position of the last copy of queue aq due at op ak still pending, -1 if none; scans
+        back from the tail (copies due soon were issued late, so they sit near it)."""
+        if enc.due_q[aq, ak] == 0:
+            return -1
+        ai = tail[aq] - 1
+        while ai >= head[aq]:
+            if enc.c_due[q_copy[aq, ai]] == ak:
+                return ai
+            ai -= 1
+        return -1
+
+    def advance(ah, aidle, auntil, atr, atw, aop):
+        """Move channel ah's copies for `aidle` seconds, or (with `auntil`) until its queues'
+        heads pass positions `atr`/`atw`; return the seconds used. (A closure: Numba inlines
+        it, where a call taking the records would cost more than its work. Its names differ
+        from the enclosing function's on purpose.)"""
+        acb = sim.copy_bandwidth[ah]
+        aqr = 2 * ah
+        aqw = aqr + 1
+        aused = 0.0
+        while True:
+            ar = head[aqr] < tail[aqr]
+            aw = head[aqw] < tail[aqw]
+            if not ar and not aw:
+                return aused
+            if auntil and head[aqr] > atr and head[aqw] > atw:
+                return aused
+            if ar and aw:
+                arate = acb / 2
+                atr_ = left[aqr] / arate
+                atw_ = left[aqw] / arate
+                adt = atr_ if atr_ < atw_ else atw_
+                if not auntil and adt > aidle:
+                    ax = left[aqr] - aidle * arate
+                    left[aqr] = ax if ax > 0.0 else 0.0
+                    ax = left[aqw] - aidle * arate
+                    left[aqw] = ax if ax > 0.0 else 0.0
+                    return aused + aidle
+                if atr_ <= adt:
+                    if track:
+                        done[aqr, head[aqr]] = aop
+                    head[aqr] += 1
+                    left[aqr] = c_size[q_copy[aqr, head[aqr]]] if head[aqr] < tail[aqr] else 0.0
+                else:
+                    ax = left[aqr] - adt * arate
+                    left[aqr] = ax if ax > 0.0 else 0.0
+                if atw_ <= adt:
+                    if track:
+                        done[aqw, head[aqw]] = aop
+                    head[aqw] += 1
+                    left[aqw] = c_size[q_copy[aqw, head[aqw]]] if head[aqw] < tail[aqw] else 0.0
+                else:
+                    ax = left[aqw] - adt * arate
+                    left[aqw] = ax if ax > 0.0 else 0.0
+            else:
+                aq = aqr if ar else aqw
+                adt = left[aq] / acb
+                if not auntil and adt > aidle:
+                    ax = left[aq] - aidle * acb
+                    left[aq] = ax if ax > 0.0 else 0.0
+                    return aused + aidle
+                if track:
+                    done[aq, head[aq]] = aop
+                head[aq] += 1
+                left[aq] = c_size[q_copy[aq, head[aq]]] if head[aq] < tail[aq] else 0.0
+            aused += adt
+            if not auntil:
+                aidle -= adt
+
     for k in range(k0, n):
         if k % K == 0:
             c = k // K
@@ -131,26 +146,27 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
             if stop_from >= 0 and k >= stop_from and _same_as(c, state, old, shift):
                 state.stop[0] = c
                 return state.clock[0] + (old_latency - old.clock[c])
-        # 1. wait for the copies due at k
+        # 1. wait for the copies due at k; every channel moves copies meanwhile
         wait = 0.0
         if enc.due_count[k] > 0:
             for h in range(L):
-                tr = _last_due(2 * h, k, enc, state)
-                tw = _last_due(2 * h + 1, k, enc, state)
+                tr = last_due(2 * h, k)
+                tw = last_due(2 * h + 1, k)
                 need[h] = 0.0
                 if tr >= 0 or tw >= 0:
-                    need[h] = _advance(h, 0.0, True, tr, tw, enc, state, sim.copy_bandwidth[h], k, done)
+                    need[h] = advance(h, 0.0, True, tr, tw, k)
                 if need[h] > wait:
                     wait = need[h]
             for h in range(L):
-                _advance(h, wait - need[h], False, -1, -1, enc, state, sim.copy_bandwidth[h], k, done)
+                if head[2 * h] < tail[2 * h] or head[2 * h + 1] < tail[2 * h + 1]:
+                    advance(h, wait - need[h], False, -1, -1, k)
         state.clock[0] += wait
         # 2. copies issued before op k join their queues
         for q in range(Q):
-            while state.tail[q] < enc.q_len[q] and enc.q_issue[q, state.tail[q]] <= k:
-                if state.head[q] == state.tail[q]:
-                    state.left[q] = enc.q_size[q, state.tail[q]]
-                state.tail[q] += 1
+            while tail[q] < enc.q_len[q] and enc.c_issue[q_copy[q, tail[q]]] <= k:
+                if head[q] == tail[q]:
+                    left[q] = c_size[q_copy[q, tail[q]]]
+                tail[q] += 1
         # 3. run op k; each channel moves copies in its idle time
         memory = 0.0
         busy[:] = 0.0
@@ -162,10 +178,9 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
         compute = sim.compute[k]
         elapsed = compute if compute >= memory else memory
         for h in range(L):
-            if state.head[2 * h] < state.tail[2 * h] or state.head[2 * h + 1] < state.tail[2 * h + 1]:
+            if head[2 * h] < tail[2 * h] or head[2 * h + 1] < tail[2 * h + 1]:
                 idle = elapsed - busy[h]
-                _advance(h, idle if idle > 0.0 else 0.0, False, -1, -1, enc, state,
-                         sim.copy_bandwidth[h], k, done)
+                advance(h, idle if idle > 0.0 else 0.0, False, -1, -1, k)
         if record:
             wait_out[k] = wait
             elapsed_out[k] = elapsed
@@ -176,12 +191,14 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
 @njit(cache=True, nogil=True)
 def encode_kernel(place, tensor_ptr, tensor_access, access_op, op_tensor, size, n_levels, n_ops,
                   w_tensor, w_level, w_start, w_first, w_last, w_issue, w_due, enc):
-    """Fill `enc` (arrays of capacity >= copies per queue) from windows; return copies made."""
+    """Fill `enc` from windows (a window with tensor -1 is an empty slot); return copies made."""
     for a in range(op_tensor.shape[0]):
         enc.serve[a] = place[op_tensor[a]]
     W = w_tensor.shape[0]
     for w in range(W):
         t = w_tensor[w]
+        if t < 0:
+            continue
         for i in range(tensor_ptr[t], tensor_ptr[t + 1]):
             a = tensor_access[i]
             k = access_op[a]
@@ -189,36 +206,40 @@ def encode_kernel(place, tensor_ptr, tensor_access, access_op, op_tensor, size, 
                 enc.serve[a] = w_level[w]
     # copies: key (queue, issue, due, tensor), unique within a queue
     keys = np.empty(2 * W, np.int64)
-    src = np.empty(2 * W, np.int64)
+    ids = np.empty(2 * W, np.int64)
     m = 0
     T = size.shape[0]
     for w in range(W):
         t = w_tensor[w]
+        if t < 0:
+            continue
         h = place[t]
-        if w_start[w] < w_first[w]:
-            keys[m] = (((2 * h) * n_ops + w_start[w]) * n_ops + w_first[w]) * T + t
-            src[m] = w
-            m += 1
-        if w_issue[w] >= 0:
-            keys[m] = (((2 * h + 1) * n_ops + w_issue[w]) * n_ops + w_due[w]) * T + t
-            src[m] = -w - 1
+        for kind in range(2):
+            c = 2 * w + kind
+            if kind == 0 and w_start[w] < w_first[w]:
+                enc.c_issue[c] = w_start[w]
+                enc.c_due[c] = w_first[w]
+            elif kind == 1 and w_issue[w] >= 0:
+                enc.c_issue[c] = w_issue[w]
+                enc.c_due[c] = w_due[w]
+            else:
+                continue
+            enc.c_tensor[c] = t
+            enc.c_size[c] = size[t]
+            keys[m] = (((2 * h + kind) * n_ops + enc.c_issue[c]) * n_ops + enc.c_due[c]) * T + t
+            ids[m] = c
             m += 1
     order = np.argsort(keys[:m])
     enc.q_len[:] = 0
     enc.due_count[:] = 0
+    enc.due_q[:, :] = 0
     for j in range(m):
-        s = src[order[j]]
-        w = s if s >= 0 else -s - 1
-        t = w_tensor[w]
-        q = 2 * place[t] + (0 if s >= 0 else 1)
-        i = enc.q_len[q]
-        enc.q_issue[q, i] = w_start[w] if s >= 0 else w_issue[w]
-        enc.q_due[q, i] = w_first[w] if s >= 0 else w_due[w]
-        enc.q_tensor[q, i] = t
-        enc.q_window[q, i] = w
-        enc.q_size[q, i] = size[t]
-        enc.due_count[enc.q_due[q, i]] += 1
-        enc.q_len[q] = i + 1
+        c = ids[order[j]]
+        q = 2 * place[enc.c_tensor[c]] + c % 2
+        enc.q_copy[q, enc.q_len[q]] = c
+        enc.q_len[q] += 1
+        enc.due_count[enc.c_due[c]] += 1
+        enc.due_q[q, enc.c_due[c]] += 1
     return m
 
 
@@ -228,8 +249,6 @@ def batch_kernel(sim, place, tensor_ptr, tensor_access, access_op, size, n_level
                  out):
     """Latency of every solution p (homes `place`, windows w_ptr[p]:w_ptr[p+1]) into `out`."""
     n = sim.compute.shape[0]
-    empty = np.zeros(0)
-    no_done = np.zeros((0, 0), np.int64)
     for p in range(w_ptr.shape[0] - 1):
         lo, hi = w_ptr[p], w_ptr[p + 1]
         encode_kernel(place, tensor_ptr, tensor_access, access_op, sim.op_tensor, size, n_levels, n,
@@ -240,70 +259,127 @@ def batch_kernel(sim, place, tensor_ptr, tensor_access, access_op, size, n_level
         state.tail[:] = 0
         state.left[:] = 0.0
         out[p] = run_kernel(sim, enc, state, 0, n + 1, ck, False, -1, ck, shift, 0.0,
-                            empty, empty, no_done)
+                            state.no_times, state.no_times, state.no_done)
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _before(q_copy, c_issue, c_due, c_tensor, q, pos, issue, due, t):
+    """The copy at position `pos` of queue q sorts before the key (issue, due, tensor)."""
+    cp = q_copy[q, pos]
+    ci, cd = c_issue[cp], c_due[cp]
+    return ci < issue or (ci == issue and (cd < due or (cd == due and c_tensor[cp] < t)))
+
+
 @njit(cache=True, nogil=True)
-def _remove_copy(enc, q, slot):
-    for i in range(enc.q_len[q]):
-        if enc.q_window[q, i] == slot:
-            enc.due_count[enc.q_due[q, i]] -= 1
-            for j in range(i, enc.q_len[q] - 1):
-                enc.q_issue[q, j] = enc.q_issue[q, j + 1]
-                enc.q_due[q, j] = enc.q_due[q, j + 1]
-                enc.q_tensor[q, j] = enc.q_tensor[q, j + 1]
-                enc.q_window[q, j] = enc.q_window[q, j + 1]
-                enc.q_size[q, j] = enc.q_size[q, j + 1]
-            enc.q_len[q] -= 1
+def _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                  q, c, t, sz, has_old, issue, due, has_new, new_issue, new_due):
+    """Copy c of queue q removed, inserted or re-keyed, shifting only the copies between its
+    old and new places. Takes arrays, not the record: a call passing the record costs more
+    than this work."""
+    if not has_old and not has_new:
+        return
+    m = q_len[q]
+    if has_old:
+        lo, hi = 0, m  # binary search for c (keys are unique)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _before(q_copy, c_issue, c_due, c_tensor, q, mid, issue, due, t):
+                lo = mid + 1
+            else:
+                hi = mid
+        p = lo
+        due_count[due] -= 1
+        due_q[q, due] -= 1
+        if not has_new:
+            for j in range(p, m - 1):
+                q_copy[q, j] = q_copy[q, j + 1]
+            q_len[q] = m - 1
             return
-
-
-@njit(cache=True, nogil=True)
-def _insert_copy(enc, q, issue, due, t, slot, size):
-    i = enc.q_len[q]
-    while i > 0:
-        a, b, c = enc.q_issue[q, i - 1], enc.q_due[q, i - 1], enc.q_tensor[q, i - 1]
-        if a < issue or (a == issue and (b < due or (b == due and c < t))):
-            break
-        enc.q_issue[q, i] = a
-        enc.q_due[q, i] = b
-        enc.q_tensor[q, i] = c
-        enc.q_window[q, i] = enc.q_window[q, i - 1]
-        enc.q_size[q, i] = enc.q_size[q, i - 1]
-        i -= 1
-    enc.q_issue[q, i] = issue
-    enc.q_due[q, i] = due
-    enc.q_tensor[q, i] = t
-    enc.q_window[q, i] = slot
-    enc.q_size[q, i] = size
-    enc.q_len[q] += 1
-    enc.due_count[due] += 1
+    else:
+        p = m  # a new place at the end, bubbled left below
+        m += 1
+        q_len[q] = m
+    c_issue[c] = new_issue
+    c_due[c] = new_due
+    c_tensor[c] = t
+    c_size[c] = sz
+    while p + 1 < m and _before(q_copy, c_issue, c_due, c_tensor, q, p + 1, new_issue, new_due, t):
+        q_copy[q, p] = q_copy[q, p + 1]
+        p += 1
+    while p > 0 and not _before(q_copy, c_issue, c_due, c_tensor, q, p - 1, new_issue, new_due, t):
+        q_copy[q, p] = q_copy[q, p - 1]
+        p -= 1
+    q_copy[q, p] = c
+    due_count[new_due] += 1
+    due_q[q, new_due] += 1
 
 
 @njit(cache=True, nogil=True)
 def change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, old, new):
     """Replace window `slot` (`old`, or none when old[0] < 0) by `new` (none when new[0] < 0)
-    in `enc`, in place. A window is (tensor, level, start, first, last, issue, due)."""
+    in `enc`, in place. A window is (tensor, level, start, first, last, issue, due); a copy
+    that stays in its queue is re-keyed in place."""
+    q_copy, q_len, c_issue, c_due = enc.q_copy, enc.q_len, enc.c_issue, enc.c_due
+    c_tensor, c_size, due_count, due_q = enc.c_tensor, enc.c_size, enc.due_count, enc.due_q
+    same = old[0] >= 0 and old[0] == new[0]
     if old[0] >= 0:
         t = old[0]
         h = place[t]
-        if old[2] < old[3]:
-            _remove_copy(enc, 2 * h, slot)
-        if old[5] >= 0:
-            _remove_copy(enc, 2 * h + 1, slot)
-        for i in range(tensor_ptr[t], tensor_ptr[t + 1]):
-            a = tensor_access[i]
-            if old[3] <= access_op[a] <= old[4]:
-                enc.serve[a] = h
+        for x in range(tensor_ptr[t], tensor_ptr[t + 1]):
+            acc = tensor_access[x]
+            if old[3] <= access_op[acc] <= old[4]:
+                enc.serve[acc] = h
+        sz = float(size[t])
+        _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                      2 * h, 2 * slot, t, sz, old[2] < old[3], old[2], old[3],
+                      same and new[2] < new[3], new[2], new[3])
+        _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                      2 * h + 1, 2 * slot + 1, t, sz, old[5] >= 0, old[5], old[6],
+                      same and new[5] >= 0, new[5], new[6])
     if new[0] >= 0:
         t = new[0]
         h = place[t]
-        if new[2] < new[3]:
-            _insert_copy(enc, 2 * h, new[2], new[3], t, slot, float(size[t]))
-        if new[5] >= 0:
-            _insert_copy(enc, 2 * h + 1, new[5], new[6], t, slot, float(size[t]))
-        for i in range(tensor_ptr[t], tensor_ptr[t + 1]):
-            a = tensor_access[i]
-            if new[3] <= access_op[a] <= new[4]:
-                enc.serve[a] = new[1]
+        if not same:
+            sz = float(size[t])
+            _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                          2 * h, 2 * slot, t, sz, False, 0, 0, new[2] < new[3], new[2], new[3])
+            _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                          2 * h + 1, 2 * slot + 1, t, sz, False, 0, 0, new[5] >= 0, new[5], new[6])
+        for x in range(tensor_ptr[t], tensor_ptr[t + 1]):
+            acc = tensor_access[x]
+            if new[3] <= access_op[acc] <= new[4]:
+                enc.serve[acc] = new[1]
+
+
+@njit(cache=True, nogil=True)
+def try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor_access, access_op,
+                      size, slot, old, new, shift, latency):
+    """Replace window `slot` (`old` -> `new`, rows as in `change_kernel`) and return the new
+    latency: re-simulate from the checkpoint at or before the first op the change touches
+    (the smaller start), writing checkpoints into `scratch`, and stop early at a checkpoint
+    after the change (every op of it, up to its last, hold or due) where the state equals
+    the old run's in `ck` (heads shifted by the copies added or removed, `shift[q]`)."""
+    change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, old, new)
+    s = 1 << 62
+    m = -1
+    shift[:] = 0
+    for row, sign in ((old, -1), (new, 1)):
+        if row[0] < 0:
+            continue
+        h = place[row[0]]
+        s = min(s, row[2])
+        m = max(m, row[4], row[3], row[6])  # last, first, due: the last op the window touches
+        if row[2] < row[3]:
+            shift[2 * h] += sign
+        if row[5] >= 0:
+            shift[2 * h + 1] += sign
+    if m < 0:
+        return latency
+    c0 = s // K
+    state.clock[0] = ck.clock[c0]
+    state.head[:] = ck.head[c0]
+    state.tail[:] = ck.tail[c0]
+    state.left[:] = ck.left[c0]
+    return run_kernel(sim, enc, state, c0 * K, K, scratch, True, m + 1, ck, shift, latency,
+                      state.no_times, state.no_times, state.no_done)

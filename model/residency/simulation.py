@@ -48,8 +48,7 @@ def simulate_batch(instance: Instance, placement: np.ndarray,
     ptr = np.zeros(len(window_sets) + 1, np.int64)
     np.cumsum([len(ws) for ws in window_sets], out=ptr[1:])
     wa = window_arrays(all_windows)
-    cap = 2 * max((len(ws) for ws in window_sets), default=0)
-    enc = encode(i, place, [], capacity=cap)
+    enc = encode(i, place, [], slots=max((len(ws) for ws in window_sets), default=0))
     ck = no_checkpoints(i)
     out = np.empty(len(window_sets))
     kernels.batch_kernel(sim_of(i), place, i.tensor_ptr, i.tensor_access, i.access_op, i.size,
@@ -80,7 +79,7 @@ def details(instance: Instance, solution: ResidencySolution) -> Details:
     i = instance
     enc = encode(i, solution.placement, solution.windows)
     wait, elapsed = np.zeros(i.n_ops), np.zeros(i.n_ops)
-    done = np.full(enc.q_issue.shape, -1, np.int64)
+    done = np.full(enc.q_copy.shape, -1, np.int64)
     lat = _run(i, enc, None, wait, elapsed, done)
     begin = np.empty(i.n_ops)
     clock = 0.0
@@ -93,7 +92,7 @@ def details(instance: Instance, solution: ResidencySolution) -> Details:
     for q in range(enc.q_len.shape[0]):
         for j in range(int(enc.q_len[q])):
             target = evict_done if q % 2 else prefetch_done
-            target[enc.q_window[q, j]] = done[q, j]
+            target[enc.q_copy[q, j] // 2] = done[q, j]
     return Details(lat, wait, elapsed, begin, prefetch_done, evict_done)
 
 
@@ -132,10 +131,7 @@ class Simulation:
         self.placement = np.ascontiguousarray(placement, np.int64)
         self.windows: list[Window | None] = list(windows)
         self.sim = sim_of(i)
-        self.enc = encode(i, self.placement, [w for w in self.windows if w is not None],
-                          capacity=2 * len(self.windows) + spare)
-        # encode() numbers windows by their position among the non-None ones: renumber
-        self._renumber()
+        self.enc = encode(i, self.placement, self.windows, slots=len(self.windows) + spare)
         self.ck = empty_checkpoints(i, K)
         self.scratch = empty_checkpoints(i, K)
         self.state = initial_state(i)
@@ -143,12 +139,6 @@ class Simulation:
         self.latency = float(kernels.run_kernel(self.sim, self.enc, self.state, 0, K, self.ck, True, -1,
                                                 self.ck, self.shift, 0.0, _EMPTY, _EMPTY, _NO_DONE))
         self._pending: tuple | None = None
-
-    def _renumber(self) -> None:
-        slots = np.array([s for s, w in enumerate(self.windows) if w is not None], np.int64)
-        for q in range(self.enc.q_len.shape[0]):
-            n = int(self.enc.q_len[q])
-            self.enc.q_window[q, :n] = slots[self.enc.q_window[q, :n]]
 
     def solution_windows(self) -> tuple[Window, ...]:
         return tuple(w for w in self.windows if w is not None)
@@ -167,30 +157,15 @@ class Simulation:
         old = self.windows[slot]
         if old is None and window is None:
             return self.latency
-        need = int(self.enc.q_len.max()) + 2
-        if need > self.enc.q_issue.shape[1]:
+        if 2 * len(self.windows) > self.enc.c_issue.shape[0]:
             self._grow()
-        self._change(slot, old, window)
-        changed = [w for w in (old, window) if w is not None]
-        s = min(w.start for w in changed)
-        m = max(max(w.hold, w.last, w.evict[1] if w.evict else w.first) for w in changed)
-        c0 = s // self.K
+        i, st = self.instance, self.state
+        lat = float(kernels.try_change_kernel(self.sim, self.enc, st, self.ck, self.scratch, self.K,
+                                              self.placement, i.tensor_ptr, i.tensor_access,
+                                              i.access_op, i.size, slot, _row(old), _row(window),
+                                              self.shift, self.latency))
+        c0 = min(w.start for w in (old, window) if w is not None) // self.K
         shift = self.shift
-        shift[:] = 0
-        for w, sign in ((old, -1), (window, 1)):
-            if w is not None:
-                h = int(self.placement[w.tensor])
-                if w.start < w.first:
-                    shift[2 * h] += sign
-                if w.evict is not None:
-                    shift[2 * h + 1] += sign
-        st, ck = self.state, self.ck
-        st.clock[0] = ck.clock[c0]
-        st.head[:] = ck.head[c0]
-        st.tail[:] = ck.tail[c0]
-        st.left[:] = ck.left[c0]
-        lat = float(kernels.run_kernel(self.sim, self.enc, st, c0 * self.K, self.K, self.scratch, True,
-                                       m + 1, ck, shift, self.latency, _EMPTY, _EMPTY, _NO_DONE))
         self.windows[slot] = window
         self._pending = (slot, old, window, c0, int(st.stop[0]), lat, shift.copy())
         return lat
@@ -222,10 +197,9 @@ class Simulation:
         self._pending = None
 
     def _grow(self) -> None:
-        windows = [w for w in self.windows if w is not None]
-        self.enc = encode(self.instance, self.placement, windows,
-                          capacity=2 * self.enc.q_issue.shape[1] + 64)
-        self._renumber()
+        """Room for more windows: encode again (the state and checkpoints do not change)."""
+        self.enc = encode(self.instance, self.placement, self.windows,
+                          slots=2 * len(self.windows) + 64)
 
     def full_latency(self) -> float:
         """A full simulation of the current windows (no checkpoints): for checks and timing."""
