@@ -15,12 +15,16 @@ A plan (`bench/plans/quick.toml` is the shipped default) reads::
                                                     # that register extra solvers
     one_seed = ["milp"]                             # optional: solvers to run with the
                                                     # first seed only (see below)
+    problem = "static"                              # optional: the problem the solvers
+                                                    # solve ("static" or "residency")
 
     [params.random-greedy]                          # optional parameter overrides
     samples = 50
 
 Rules, all checked before anything runs (an error names the offending entry):
 
+- Solver names and patterns are looked up among the plan's problem's solvers
+  (`problem`, default "static"); every task carries the problem.
 - Glob patterns over solver names match built-in solvers only (those defined in
   `memplace.solvers`); a solver from `solver_modules` or from the environment
   variable MEMPLACE_EXTRA_SOLVER_MODULES (comma-separated modules or .py paths,
@@ -54,7 +58,7 @@ from memplace.model.core.errors import MemplaceError
 PLANS_DIR = Path(__file__).resolve().parent / "plans"
 EXTRA_MODULES_ENV = "MEMPLACE_EXTRA_SOLVER_MODULES"
 PLAN_KEYS = {"description", "instances", "solvers", "seeds", "time_limit", "kill_margin",
-             "memory_limit_mb", "solver_modules", "one_seed", "params"}
+             "memory_limit_mb", "solver_modules", "one_seed", "params", "problem"}
 
 
 class PlanError(MemplaceError):
@@ -70,6 +74,7 @@ class Plan:
     tasks: list[Task] = field(default_factory=list)
     instances: list[str] = field(default_factory=list)
     solvers: list[str] = field(default_factory=list)
+    problem: str = DEFAULT_PROBLEM
 
 
 def shipped_plans() -> list[str]:
@@ -124,24 +129,28 @@ def _expand(path: Path, text: str, data: dict[str, Any]) -> Plan:
     if memory is not None and not (isinstance(memory, int) and memory > 0):
         raise PlanError(f"memory_limit_mb must be a positive integer, got {memory!r}")
 
+    prob = data.get("problem", DEFAULT_PROBLEM)
+    if not isinstance(prob, str):
+        raise PlanError(f"problem must be a problem's name, got {prob!r}")
+    prob = problem(prob).name  # raises, naming the known problems
     sources = resolve_instances(_strings(data["instances"], "instances"), path.parent)
-    solver_names = resolve_solvers(_strings(data["solvers"], "solvers"))
-    params = _solver_params(data.get("params", {}), solver_names)
+    solver_names = resolve_solvers(_strings(data["solvers"], "solvers"), prob)
+    params = _solver_params(data.get("params", {}), solver_names, prob)
     one_seed = set(_strings(data.get("one_seed", []), "one_seed"))
     stray = sorted(one_seed - set(solver_names))
     if stray:
         raise PlanError(f"one_seed: solver {stray[0]!r} is not among the plan's solvers")
 
-    instances = [(source, *fingerprint(source)) for source in sources]
+    instances = [(source, *fingerprint(source, prob)) for source in sources]
     tasks = []
     for source, name, sha in instances:
         for solver in solver_names:
-            single = solver in one_seed or is_deterministic(solver)
+            single = solver in one_seed or is_deterministic(solver, prob)
             for seed in (seeds[:1] if single else seeds):
                 tasks.append(Task(name, source, sha, solver, params[solver], int(seed),
-                                  time_limit, margin, memory, modules))
+                                  time_limit, margin, memory, modules, prob))
     return Plan(path.stem, path, text, str(data.get("description", "")),
-                tasks, [name for _, name, _ in instances], solver_names)
+                tasks, [name for _, name, _ in instances], solver_names, prob)
 
 
 def _strings(value: Any, key: str) -> list[str]:
@@ -171,7 +180,7 @@ def resolve_instances(entries: list[str], base: Path) -> list[str]:
             if not file.is_file():
                 raise PlanError(f"instance file {entry!r} not found (looked at {file})")
             found = [str(file)]
-        elif any(c in entry for c in "*?["):
+        elif entry not in names and any(c in entry for c in "*?["):
             found = fnmatch.filter(names, entry)
             if not found:
                 raise PlanError(f"instance pattern {entry!r} matches no built-in instance")
@@ -182,35 +191,36 @@ def resolve_instances(entries: list[str], base: Path) -> list[str]:
     return out
 
 
-def fingerprint(source: str) -> tuple[str, str]:
+def fingerprint(source: str, problem_name: str = DEFAULT_PROBLEM) -> tuple[str, str]:
     """(name, fingerprint) of an instance source."""
     from memplace.instances import load
     inst = load(source)
-    return inst.name, problem(DEFAULT_PROBLEM).fingerprint(inst)
+    return inst.name, problem(problem_name).fingerprint(inst)
 
 
 # ---------------------------------------------------------------------- solvers
-def builtin_solvers() -> list[str]:
+def builtin_solvers(problem_name: str = DEFAULT_PROBLEM) -> list[str]:
     from memplace.solvers import registry
-    return [name for name, info in registry().items()
+    return [name for name, info in registry(problem_name).items()
             if info.fn.__module__.startswith("memplace.solvers.")]
 
 
-def resolve_solvers(entries: list[str]) -> list[str]:
+def resolve_solvers(entries: list[str], problem_name: str = DEFAULT_PROBLEM) -> list[str]:
     from memplace.solvers import solver_info
     out: list[str] = []
     for entry in entries:
         if any(c in entry for c in "*?["):
-            found = fnmatch.filter(builtin_solvers(), entry)
+            found = fnmatch.filter(builtin_solvers(problem_name), entry)
             if not found:
                 raise PlanError(f"solver pattern {entry!r} matches no built-in solver")
         else:
-            found = [solver_info(entry).name]  # raises ParameterError naming it
+            found = [solver_info(entry, problem_name).name]  # raises ParameterError naming it
         out.extend(f for f in found if f not in out)
     return out
 
 
-def _solver_params(table: Any, solvers: list[str]) -> dict[str, dict[str, Any]]:
+def _solver_params(table: Any, solvers: list[str],
+                   problem_name: str = DEFAULT_PROBLEM) -> dict[str, dict[str, Any]]:
     from memplace.solvers import solver_info
     if not isinstance(table, dict):
         raise PlanError("params must be a table of tables: [params.SOLVER]")
@@ -220,13 +230,13 @@ def _solver_params(table: Any, solvers: list[str]) -> dict[str, dict[str, Any]]:
                             f"({', '.join(solvers)})")
         if not isinstance(values, dict):
             raise PlanError(f"[params.{name}] must be a table of parameter = value")
-    return {name: solver_info(name).check(table.get(name, {})) for name in solvers}
+    return {name: solver_info(name, problem_name).check(table.get(name, {})) for name in solvers}
 
 
-def is_deterministic(solver: str) -> bool:
+def is_deterministic(solver: str, problem_name: str = DEFAULT_PROBLEM) -> bool:
     """Whether a solver's result ignores the seed (see the module docstring)."""
     from memplace.solvers import solver_info
-    return solver_info(solver).deterministic
+    return solver_info(solver, problem_name).deterministic
 
 
 # ---------------------------------------------------------------------- extra solver modules

@@ -17,7 +17,11 @@ from memplace.model.core.errors import MemplaceError
 from memplace.model.core.problem import problem
 from memplace.model.core.search import DEFAULT_PROBLEM
 
-PROBLEM = problem(DEFAULT_PROBLEM)
+
+
+def record_problem(record: dict[str, Any]):
+    """The problem a record was solved as (records written before problems existed: static)."""
+    return problem(record.get("problem", DEFAULT_PROBLEM))
 
 
 @dataclass
@@ -59,7 +63,7 @@ def _instance(record: dict[str, Any], cache: dict) -> Instance | str:
         except MemplaceError as exc:
             cache[key] = f"cannot load instance: {exc}"
         else:
-            sha = PROBLEM.fingerprint(inst)
+            sha = record_problem(record).fingerprint(inst)
             cache[key] = inst if sha == record["instance_sha256"] else (
                 f"instance {record['instance_source']} changed since the run "
                 f"(sha256 {sha[:12]}, recorded {record['instance_sha256'][:12]})")
@@ -67,7 +71,7 @@ def _instance(record: dict[str, Any], cache: dict) -> Instance | str:
 
 
 def _problem(inst: Instance, record: dict[str, Any]) -> str | None:
-    errors = PROBLEM.check_record(inst, record)
+    errors = record_problem(record).check_record(inst, record)
     if errors:
         return "; ".join(errors[:3])
     trace = record["trace"]

@@ -170,7 +170,12 @@ def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
     from memplace.model import load_profile
     plt = _pyplot()
     placement = np.array([inst.level_index(name) for name in record["placement"]], np.int64)
-    load = load_profile(inst, placement)
+    if results.is_residency:  # homes and windows occupy the levels together
+        from memplace.model.residency import load_with_windows
+        windows = results.problem.from_record(inst, record).windows
+        load = load_with_windows(inst, placement, windows)
+    else:
+        load = load_profile(inst, placement)
     steps = np.arange(inst.n_ops)
     traffic = _traffic_by_level(inst, placement)
     colors = [plt.cm.viridis(l / max(1, inst.n_levels - 1)) for l in range(inst.n_levels)]

@@ -101,6 +101,10 @@ def _pct(eps: float) -> str:
     return f"{eps * 100:g}%"
 
 
+RESIDENCY_NOTES = (("windows", "windows"), ("prefetches", "prefetches"),
+                   ("evictions", "evictions"), ("waits", "waits"))
+
+
 def instance_table(results: Results) -> Table:
     columns = [Column("instance", "instance", _text), Column("solver", "solver", _text),
                Column("runs", "runs", _text), Column("failed", "failed", _text),
@@ -108,6 +112,9 @@ def instance_table(results: Results) -> Table:
                Column("vs compiler", "speedup_vs_compiler", RATIO),
                Column("vs slowest", "speedup_vs_slowest", RATIO),
                Column("gap to bound (%)", "gap_to_bound", PERCENT)]
+    if results.is_residency:
+        columns.append(Column("vs static optimum", "speedup_vs_static_optimum", RATIO))
+        columns += [Column(title, f"best_run_{key}", COUNT) for key, title in RESIDENCY_NOTES]
     for eps in TARGETS:
         columns.append(Column(f"s to {_pct(eps)}", f"seconds_to_{eps:g}", SECONDS))
         columns.append(Column(f"evals to {_pct(eps)}", f"evaluations_to_{eps:g}", COUNT))
@@ -115,14 +122,23 @@ def instance_table(results: Results) -> Table:
     for c in results.cells():
         row = [c.instance, c.solver, c.runs, c.failed, c.best, c.mean, c.speedup_compiler,
                c.speedup_slowest, c.gap_bound]
+        if results.is_residency:
+            row.append(c.speedup_static_optimum)
+            row += [c.notes.get(key) for key, _ in RESIDENCY_NOTES]
         for eps in TARGETS:
             row += [c.time_to[eps], c.evals_to[eps]]
         rows.append(row)
+    compiler = results.problem.baselines["compiler"]
     caption = ("Per instance and solver: best and mean latency over seeds; speedup of the best "
-               "over the compiler default and over all tensors in the slowest level; gap of the "
-               "best to the best proven lower bound of any run; median seconds and evaluations "
-               f"to come within {', '.join(_pct(e) for e in TARGETS)} of the best known latency "
-               "(– : not reached by half the runs, or nothing to compare with).")
+               f"over the compiler default ({compiler}) and over all tensors in the slowest "
+               "level; gap of the best to the best proven lower bound of any run; ")
+    if results.is_residency:
+        caption += ("speedup over the static optimum of the same instance (milp on the static "
+                    "problem, 60 s); windows, prefetches, evictions and ops that waited in the "
+                    "best run (as its solver noted them, – : not noted); ")
+    caption += ("median seconds and evaluations "
+                f"to come within {', '.join(_pct(e) for e in TARGETS)} of the best known latency "
+                "(– : not reached by half the runs, or nothing to compare with).")
     return Table("instances", caption, columns, rows)
 
 

@@ -16,12 +16,21 @@ Definitions every table and plot shares (per instance):
   infinite. Per solver the median over its runs is reported (infinite: not reached
   by half of them).
 
+A runs file holds one problem's runs (records say which: `problem`, static when
+absent). For the residency problem every instance also has its *static optimum*
+(spec section 12): the latency `milp` proves for the static problem on the same
+instance, solved here with a `STATIC_OPTIMUM_LIMIT_S` limit (its status says whether
+it was proven) and cached in `static_optimum.json` beside the report, keyed by the
+instance's fingerprint; speedup vs static optimum = that latency / the solver's best.
+
 Only the last record of each run key counts (a retried failure is replaced).
 """
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +40,9 @@ from memplace.bench.store import is_ok, latest_by_key
 TARGETS = (1e-2, 1e-3)  # within 1% and 0.1% of the best known
 GAP_SHIFT = 1e-4  # shifted geometric mean of gaps: shift 0.01%
 TIME_SHIFT = 1.0  # ... of times: shift 1 s
+STATIC_OPTIMUM_SOLVER = "milp"
+STATIC_OPTIMUM_LIMIT_S = 60.0
+STATIC_OPTIMUM_FILE = "static_optimum.json"
 
 
 def shifted_geomean(values: list[float], shift: float) -> float:
@@ -71,6 +83,8 @@ class Cell:
     gap_bound: float | None
     time_to: dict[float, float | None]  # eps -> median seconds
     evals_to: dict[float, float | None]  # eps -> median evaluations
+    speedup_static_optimum: float | None = None  # residency only
+    notes: dict[str, Any] = field(default_factory=dict)  # of the best run
 
 
 @dataclass
@@ -87,16 +101,26 @@ class SolverSummary:
 class Results:
     """The latest record of every run in a runs file, and comparisons over them."""
 
-    def __init__(self, records: list[dict[str, Any]]):
+    def __init__(self, records: list[dict[str, Any]], cache_folder: str | Path | None = None):
         self.records = list(latest_by_key(records).values())
         # sorted, so tables and plots do not depend on the order runs finished in
         self.instances = sorted({r["instance"] for r in self.records})
         self.solvers = sorted({r["solver"] for r in self.records})
         self._instance_cache: dict[str, Any] = {}
         self._baseline: dict[tuple[str, str], float | None] = {}
+        from memplace.model.core.errors import MemplaceError
         from memplace.model.core.problem import problem
         from memplace.model.core.search import DEFAULT_PROBLEM
-        self.problem = problem(DEFAULT_PROBLEM)
+        names = sorted({r.get("problem", DEFAULT_PROBLEM) for r in self.records})
+        if len(names) > 1:
+            raise MemplaceError(f"a runs file holds one problem's runs; this one has {names}")
+        self.problem = problem(names[0] if names else DEFAULT_PROBLEM)
+        self.cache_folder = None if cache_folder is None else Path(cache_folder)
+        self._static_optimum: dict[str, dict[str, Any]] | None = None
+
+    @property
+    def is_residency(self) -> bool:
+        return self.problem.name == "residency"
 
     # ------------------------------------------------------------------ selections
     def runs(self, instance: str | None = None, solver: str | None = None) -> list[dict[str, Any]]:
@@ -154,6 +178,23 @@ class Results:
     def compiler(self, instance: str) -> float | None:
         return self.baseline(instance, "compiler")
 
+    def static_optimum(self, instance: str) -> dict[str, Any] | None:
+        """{latency, status, wall_s} of `milp` on the static problem of the instance
+        (cached on disk when the results have a folder); None if the instance is gone."""
+        if self._static_optimum is None:
+            self._static_optimum = _read_cache(self.cache_folder)
+        inst = self.instance(instance)
+        if inst is None:
+            return None
+        from memplace.model.core.problem import problem
+        sha = problem("static").fingerprint(inst)
+        entry = self._static_optimum.get(instance)
+        if entry is None or entry.get("sha256") != sha:
+            entry = solve_static_optimum(inst) | {"sha256": sha}
+            self._static_optimum[instance] = entry
+            _write_cache(self.cache_folder, self._static_optimum)
+        return entry
+
     # ------------------------------------------------------------------ comparisons
     def cell(self, instance: str, solver: str) -> Cell:
         runs = self.runs(instance, solver)
@@ -168,13 +209,16 @@ class Results:
             reached = [reach(r, known * (1 + eps)) for r in runs] if known is not None else []
             time_to[eps] = median_or_none([s for s, _ in reached])
             evals_to[eps] = median_or_none([e for _, e in reached])
+        static = self.static_optimum(instance) if self.is_residency and best else None
+        notes = min(ok, key=lambda r: (r["latency"], r["seed"]))["notes"] if ok else {}
         return Cell(
             instance, solver, len(runs), len(runs) - len(ok), best,
             float(np.mean(lats)) if lats else None,
             compiler / best if best and compiler else None,
             slowest / best if best and slowest else None,
             max(0.0, best / bound - 1.0) if best and bound else None,
-            time_to, evals_to)
+            time_to, evals_to,
+            static["latency"] / best if static else None, notes or {})
 
     def cells(self) -> list[Cell]:
         return [self.cell(i, s) for i in self.instances for s in self.solvers if self.runs(i, s)]
@@ -200,3 +244,30 @@ class Results:
 
     def summaries(self) -> list[SolverSummary]:
         return [self.summary(s) for s in self.solvers]
+
+
+def solve_static_optimum(inst) -> dict[str, Any]:
+    """The static problem's optimum of an instance as `milp` finds it within the limit."""
+    from memplace.solvers import solve
+    result = solve(inst, STATIC_OPTIMUM_SOLVER, time_limit=STATIC_OPTIMUM_LIMIT_S, problem="static")
+    return {"latency": result.latency, "status": result.status, "wall_s": result.wall_s,
+            "solver": STATIC_OPTIMUM_SOLVER, "time_limit": STATIC_OPTIMUM_LIMIT_S}
+
+
+def _read_cache(folder: Path | None) -> dict[str, dict[str, Any]]:
+    path = None if folder is None else folder / STATIC_OPTIMUM_FILE
+    if path is None or not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # a cache: recomputed when unreadable
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(folder: Path | None, data: dict[str, dict[str, Any]]) -> None:
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STATIC_OPTIMUM_FILE).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n",
+                                              encoding="utf-8")

@@ -103,7 +103,7 @@ def warm_up(plan: Plan) -> None:
     from memplace.model import warmup
     from memplace.solvers.static.warm import warm_solvers
     warmup()
-    builtin = set(builtin_solvers())
+    builtin = set(builtin_solvers()) if plan.problem == "static" else set()
     names = [name for name in plan.solvers if name in builtin]
     if names:  # (an empty list would mean every registered solver)
         warm_solvers(names)

@@ -48,7 +48,9 @@ OK_STATUSES = ("optimal", "feasible")
 FAIL_STATUSES = ("error", "timeout", "killed", "oom")
 FIELDS = ("instance", "instance_source", "instance_sha256", "solver", "params", "seed",
           "time_limit", "status", "latency", "lower_bound", "wall_s", "evaluations", "trace",
-          "placement", "offsets", "notes", "error", "version", "machine")
+          "placement", "offsets", "notes", "error", "version", "machine", "problem")
+# Fields a record written before they existed may lack (a missing `problem` means static).
+LATER_FIELDS = ("problem",)
 
 
 class RunsFileError(MemplaceError):
@@ -100,7 +102,7 @@ def read_runs(path: str | Path) -> list[dict[str, Any]]:
 def _record_problem(record: Any) -> str | None:
     if not isinstance(record, dict):
         return "not a JSON object"
-    missing = [key for key in FIELDS if key not in record]
+    missing = [key for key in FIELDS if key not in record and key not in LATER_FIELDS]
     if missing:
         return f"missing field {missing[0]!r}"
     if record["status"] not in OK_STATUSES + FAIL_STATUSES:

@@ -66,7 +66,8 @@ def failure_record(task: Task, status: str, error: str, wall_s: float,
 def base_record(task: Task) -> dict[str, Any]:
     return {"instance": task.instance, "instance_source": task.source,
             "instance_sha256": task.sha256, "solver": task.solver,
-            "params": task.params, "seed": task.seed, "time_limit": task.time_limit}
+            "params": task.params, "seed": task.seed, "time_limit": task.time_limit,
+            "problem": task.problem}
 
 
 def result_record(task: Task, inst, result) -> dict[str, Any]:
@@ -131,7 +132,7 @@ def _load_kernels(solver: str) -> None:
     from memplace.model import warmup
     from memplace.solvers.static.warm import warm_solvers
     warmup()
-    if solver in builtin_solvers():
+    if solver in builtin_solvers():  # the static problem's (residency solvers warm themselves)
         warm_solvers([solver])
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memplace.instances.cnn import efficientnet_b0, mobilenetv2, resnet, unet, vgg16
-from memplace.instances.hardware import HARDWARE, hardware_preset
+from memplace.instances.hardware import HARDWARE, STATIC_PRESETS, hardware_preset
 from memplace.instances.synthetic import synthetic_workload
 from memplace.instances.transformer import bert_base, gpt2, vit_b16
 from memplace.model import Instance
@@ -45,9 +45,36 @@ EGRL_WORKLOADS = ("resnet50", "resnet101", "bert-base")
 # The committed benchmark set: every named workload on every preset, and a few
 # synthetic sizes (scaling studies) on the NNP-I and the edge NPU.
 COMMITTED: tuple[tuple[str, str], ...] = tuple(
-    [(w, h) for w in WORKLOADS for h in HARDWARE]
+    [(w, h) for w in WORKLOADS for h in STATIC_PRESETS]
     + [(f"synth-{n}", "nnpi") for n in SYNTHETIC_SIZES]
     + [("synth-1000", "edge-npu")])
+# The residency benchmark set (spec sections 9-12): instances whose fast memory is small
+# against what the ops need, so that homes and windows chosen together can beat the static
+# optimum (README, "Instances where residency matters"). Workload parameters are in the name.
+RESIDENCY_SET: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("bert-base", "nnpi", {"seq_len": 512}),
+    ("bert-base", "nnpi", {"batch": 8}),
+    ("gpt2", "nnpi", {"seq_len": 1024}),
+    ("gpt2", "nnpi", {"batch": 4}),
+    ("resnet50", "nnpi", {"batch": 8}),
+    ("gpt2", "tpu", {"batch": 8}),
+    ("gpt2", "gpu", {"batch": 8}),
+    ("bert-base", "edge-npu", {"seq_len": 256}),
+    ("resnet50", "edge-tpu", {}),
+    ("bert-base", "edge-tpu", {}),
+    ("gpt2", "edge-tpu", {}),
+    ("vit-b16", "edge-tpu", {}),
+)
+
+
+def committed_specs() -> list[tuple[str, str, dict[str, Any]]]:
+    """(workload, hardware, parameters) of every committed instance file."""
+    return [(w, h, {}) for w, h in COMMITTED] + [(w, h, dict(p)) for w, h, p in RESIDENCY_SET]
+
+
+def residency_names() -> list[str]:
+    """Names of the residency benchmark set, in its order."""
+    return [instance_name(w, h, p) for w, h, p in RESIDENCY_SET]
 
 
 def _unknown(what: str, name: str, known: list[str]) -> MemplaceError:
@@ -108,8 +135,8 @@ def regenerate(data_dir: Path = DATA_DIR) -> list[Path]:
     """Rewrite every committed instance file and drop files no longer in the set."""
     data_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for workload_name, hardware_name in COMMITTED:
-        instance = build_instance(workload_name, hardware_name)
+    for workload_name, hardware_name, params in committed_specs():
+        instance = build_instance(workload_name, hardware_name, **params)
         path = data_dir / f"{instance['name']}.json"
         path.write_text(dumps(instance), encoding="utf-8")
         written.append(path)

@@ -79,7 +79,31 @@ A100: dict[str, Any] = {
         "(5120 B/clock, 7.2 TB/s), 40 GB HBM2 at 1555 GB/s, 624 TOPS int8 dense"),
 }
 
-HARDWARE: dict[str, dict[str, Any]] = {hw["name"]: hw for hw in (NNPI, TPU, ETHOS_U65, A100)}
+# Coral Edge TPU: a TPU-like accelerator whose fast memory is the size one model gets on a
+# real core (the ~8 MB parameter cache; co-compiled models share it). Weights that do not
+# fit are streamed from host memory over the module's PCIe Gen2 x1 link by DMA, so that
+# link's rate is the documented copy rate of the slow level.
+EDGE_TPU: dict[str, Any] = {
+    "name": "edge-tpu",
+    "compute_rate": 4e12,
+    "levels": [
+        {"name": "SRAM", "capacity": 8 * MiB, "bandwidth": 6.4e10},
+        {"name": "HOST", "capacity": None, "bandwidth": 5e8, "copy_bandwidth": 5e8},
+    ],
+    "source": (
+        "Google Coral Edge TPU: 4 TOPS int8 (coral.ai/docs/edgetpu/faq); an on-chip cache of "
+        "about 8 MB for one model's parameter data, parameters that do not fit fetched from "
+        "external memory on every inference (coral.ai/docs/edgetpu/compiler, 'parameter data "
+        "caching'; coral.ai/docs/edgetpu/pipeline: 'the Edge TPU cache (~8 MB)'); host link "
+        "PCIe Gen2 x1, 500 MB/s (Coral M.2 / Mini PCIe Accelerator datasheets), which is also "
+        "the DMA copy rate. The SRAM bandwidth is not published: 64 GB/s is an assumption "
+        "(128x the host link), chosen so that on-chip reads are never the bottleneck"),
+}
+
+HARDWARE: dict[str, dict[str, Any]] = {hw["name"]: hw for hw in (NNPI, TPU, ETHOS_U65, A100,
+                                                                  EDGE_TPU)}
+# The presets of the static benchmark set (every workload on each; see catalog.COMMITTED).
+STATIC_PRESETS = ("nnpi", "tpu", "edge-npu", "gpu")
 
 
 def hardware_preset(name: str) -> dict[str, Any]:

@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 from memplace.bench.cli import main
 from memplace.instances import (COMMITTED, DATA_DIR, HARDWARE, WORKLOADS, build_instance,
-                                builtin_names, dumps, hardware_preset, load)
+                                builtin_names, committed_specs, dumps, hardware_preset, load,
+                                residency_names)
 from memplace.model import Instance, slowest_latency
 from memplace.model.core.errors import MemplaceError
 
@@ -88,14 +89,15 @@ def test_committed_set_covers_egrl_and_every_workload_on_two_presets():
     for w in WORKLOADS:
         assert len([n for n in names if n.split("@")[0] == w]) >= 2, w
     assert {"synth-100@nnpi", "synth-1000@nnpi", "synth-10000@nnpi"} <= names
-    assert names == {f"{w}@{h}" for w, h in COMMITTED}
+    assert names == {f"{w}@{h}" for w, h in COMMITTED} | set(residency_names())
 
 
 def test_committed_files_are_what_the_generators_make_now():
     stale = []
-    for w, h in COMMITTED:
-        path = DATA_DIR / f"{w}@{h}.json"
-        if json.loads(path.read_text(encoding="utf-8")) != build_instance(w, h):
+    for w, h, params in committed_specs():
+        instance = build_instance(w, h, **params)
+        path = DATA_DIR / f"{instance['name']}.json"
+        if json.loads(path.read_text(encoding="utf-8")) != instance:
             stale.append(path.name)
     assert not stale, f"run `memplace instances regenerate`; stale: {stale}"
 
@@ -157,8 +159,9 @@ def test_cli_list_filters_by_glob(runner):
     result = runner.invoke(main, ["instances", "list", "resnet*@nnpi", "gpt2@*"])
     assert result.exit_code == 0, result.output
     names = [line.split()[0] for line in result.output.splitlines()[1:]]
-    assert names == ["gpt2@edge-npu", "gpt2@gpu", "gpt2@nnpi", "gpt2@tpu",
-                     "resnet101@nnpi", "resnet152@nnpi", "resnet50@nnpi"]
+    assert names == ["gpt2@edge-npu", "gpt2@edge-tpu", "gpt2@gpu", "gpt2@nnpi", "gpt2@tpu",
+                     "resnet101@nnpi", "resnet152@nnpi", "resnet50@nnpi",
+                     "resnet50[batch=8]@nnpi"]
     result = runner.invoke(main, ["instances", "list", "alexnet*"])
     assert result.exit_code == 2 and "alexnet*" in result.output
 
@@ -201,10 +204,22 @@ def test_cli_export_writes_a_loadable_file(runner, tmp_path):
 def test_cli_regenerate_rewrites_data_files(runner, monkeypatch, tmp_path):
     import memplace.instances.catalog as catalog
     monkeypatch.setattr(catalog, "COMMITTED", (("resnet50", "nnpi"), ("synth-100", "gpu")))
+    monkeypatch.setattr(catalog, "RESIDENCY_SET", (("mobilenetv2", "edge-tpu", {"batch": 2}),))
     (tmp_path / "stale@nnpi.json").write_text("{}")
     monkeypatch.setattr(catalog, "DATA_DIR", tmp_path)
     monkeypatch.setattr(catalog.regenerate, "__defaults__", (tmp_path,))
     result = runner.invoke(main, ["instances", "regenerate"])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["resnet50@nnpi.json", "synth-100@gpu.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "mobilenetv2[batch=2]@edge-tpu.json", "resnet50@nnpi.json", "synth-100@gpu.json"]
     assert json.loads((tmp_path / "synth-100@gpu.json").read_text()) == build_instance("synth-100", "gpu")
+
+
+def test_only_a_preset_whose_source_documents_its_copy_rate_sets_copy_bandwidth():
+    setting = [name for name, hw in HARDWARE.items()
+               if any("copy_bandwidth" in level for level in hw["levels"])]
+    assert setting == ["edge-tpu"]
+    assert "DMA" in HARDWARE["edge-tpu"]["source"]
+    # the others copy at the level's bandwidth (spec section 9's default)
+    assert load("resnet50@nnpi").copy_bandwidth.tolist() == load("resnet50@nnpi").bandwidth.tolist()
+    assert load("resnet50@edge-tpu").copy_bandwidth.tolist() == [6.4e10, 5e8]

@@ -43,6 +43,7 @@ def picker_cases(draw):
 def test_picker_starts_respect_min_and_max_and_begin_at_the_preferred_one(case):
     picker, lo, first, copy_s, max_el, reduction = case
     starts = picker.starts(copy_s, lo, first, max_el, reduction)
+    assert list(picker.iter_starts(copy_s, lo, first, max_el, reduction)) == starts
     allowed = [s for s in range(lo, first)
                if picker.overlap(s, first) + reduction >= picker.min_ratio * copy_s
                and picker.overlap(s, first) <= max_el]

@@ -97,7 +97,7 @@ def report_command(runs: str, out: str | None) -> None:
     from memplace.bench.store import read_runs
     folder = Path(out) if out else Path(runs).parent
     folder.mkdir(parents=True, exist_ok=True)
-    results = Results(read_runs(runs))
+    results = Results(read_runs(runs), cache_folder=folder)
     written = write_tables(results, folder) + write_plots(results, folder)
     click.echo(f"{len(results.records)} runs on {len(results.instances)} instances by "
                f"{len(results.solvers)} solvers; wrote {len(written)} files to {folder}")

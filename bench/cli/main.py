@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "memplace.bench.cli.pack",
     "memplace.bench.cli.solve",
     "memplace.bench.cli.bench",
+    "memplace.bench.cli.residency",
     "memplace.bench.cli.envs",
     "memplace.bench.cli.onnx_import",
 )

@@ -58,11 +58,14 @@ def solvers_group() -> None:
 
 
 @solvers_group.command("list")
-def solvers_list() -> None:
+@click.option("--problem", "problem_name", default=None,
+              help="only this problem's solvers [default: every problem's]")
+def solvers_list(problem_name: str | None) -> None:
     """Names, one-line descriptions and parameters: default, type and range, doc."""
-    from memplace.model.core.problem import PROBLEMS
+    from memplace.model.core.problem import PROBLEMS, problem
     from memplace.solvers import registry
-    for prob in PROBLEMS.names():
+    names = PROBLEMS.names() if problem_name is None else [problem(problem_name).name]
+    for prob in names:
         for info in registry(prob).values():
             where = "" if prob == DEFAULT_PROBLEM else f"[{prob}] "
             click.echo(f"{info.name:<16} {where}{info.description}")

@@ -75,6 +75,16 @@ class FastMemory:
         self.load[level, lo:hi + 1] += size
         return True
 
+    def reserve(self, key: Hashable, level: int, lo: int, hi: int, size: int,
+                offset: int | None) -> None:
+        """Record a reservation made elsewhere (a home of a valid static placement) as it is."""
+        if level in self.chunks:
+            self.chunks[level][key] = [-1 if offset is None else int(offset), size, lo, hi]
+        self.owner[key] = level
+        self.spans[key] = (lo, hi)
+        self.sizes[key] = size
+        self.load[level, lo:hi + 1] += size
+
     def extend(self, key: Hashable, lo: int, hi: int) -> bool:
         """Grow `key`'s reservation to ops `lo .. hi` (a superset); False (unchanged) if no room."""
         level = self.owner[key]

@@ -24,6 +24,7 @@ the homes without windows (XLA's instruction elapsed with operands in default me
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -62,15 +63,25 @@ class IntervalPicker:
         """The latest start in `lo .. first-1` overlapping at least `min` copy times
         (the use's own saving `reduction` counted in); `lo - 1` when none does."""
         need = self.min_ratio * copy_s
-        s = first - 1
-        while s >= lo and need > self.overlap(s, first) + reduction:
+        ok = lambda s: not need > self.overlap(s, first) + reduction  # noqa: E731
+        # overlap(s, first) does not grow with s: bisect the prefix sums, then settle the
+        # rounding at the boundary with the exact test
+        s = int(np.searchsorted(self.cum, self.cum[first] - (need - reduction), "right")) - 1
+        s = min(max(s, lo - 1), first - 1)
+        while s + 1 <= first - 1 and ok(s + 1):
+            s += 1
+        while s >= lo and not ok(s):
             s -= 1
         return s
 
     def earliest_start(self, lo: int, latest: int, first: int, max_elapsed: float) -> int:
         """The earliest start in `lo .. latest` whose overlap is at most `max_elapsed`."""
-        s = lo
-        while s < latest and self.overlap(s, first) > max_elapsed:
+        ok = lambda s: not self.overlap(s, first) > max_elapsed  # noqa: E731
+        s = int(np.searchsorted(self.cum, self.cum[first] - max_elapsed, "left"))
+        s = min(max(s, lo), latest)
+        while s - 1 >= lo and ok(s - 1):
+            s -= 1
+        while s < latest and not ok(s):
             s += 1
         return s
 
@@ -78,35 +89,37 @@ class IntervalPicker:
         """The start in `earliest .. latest` whose overlap is closest to `preferred` copy
         times (the earliest of equally close ones)."""
         target = self.preferred_ratio * copy_s
-        best, best_gap = earliest, abs(target - self.overlap(earliest, first))
-        for s in range(earliest + 1, latest + 1):
-            gap = abs(target - self.overlap(s, first))
-            if gap < best_gap:
-                best, best_gap = s, gap
-        return best
+        gaps = np.abs(target - (self.cum[first] - self.cum[earliest:latest + 1]))
+        return earliest + int(np.argmin(gaps))
 
     def starts(self, copy_s: float, lo: int, first: int, max_elapsed: float,
                reduction: float = 0.0) -> list[int]:
         """Prefetch starts to try for a use at op `first`, in XLA's order: the preferred
         one, then alternately later and earlier ones; [] when no start in `lo ..
         first-1` satisfies `min` and `max`."""
+        return list(self.iter_starts(copy_s, lo, first, max_elapsed, reduction))
+
+    def iter_starts(self, copy_s: float, lo: int, first: int, max_elapsed: float,
+                    reduction: float = 0.0) -> Iterator[int]:
+        """`starts` lazily: a caller that stops at the first start that fits never pays
+        for the rest."""
         latest = self.latest_start(copy_s, lo, first, reduction)
         if latest < lo:
-            return []
+            return
         earliest = self.earliest_start(lo, latest, first, max_elapsed)
         if self.overlap(earliest, first) > max_elapsed:  # XLA would still try `latest`
-            return []
+            return
         preferred = self.preferred_start(copy_s, earliest, latest, first)
-        order = [preferred]
+        yield preferred
         later, earlier = preferred + 1, preferred - 1
         widest = self.overlap(earliest, first)
         use_later = True
         while later <= latest or earlier >= earliest:
             if (use_later and later <= latest) or earlier < earliest:
-                order.append(later)
+                yield later
                 later += 1
             else:
-                order.append(earlier)
+                yield earlier
                 target = 0.0
                 if later > latest:  # only earlier ones are left: jump in thirds
                     target = self.overlap(earlier, first) + widest / EXPLORED_EARLIER
@@ -114,7 +127,6 @@ class IntervalPicker:
                 while earlier >= earliest and self.overlap(earlier, first) < target:
                     earlier -= 1
             use_later = not use_later
-        return order
 
     def eviction_due(self, copy_s: float, issue: int, latest: int) -> int:
         """The first op `due` in `issue+1 .. latest` by which an eviction issued before

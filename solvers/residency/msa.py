@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from memplace.model.instance import Instance
-from memplace.model.residency import ResidencySolution, Window, producer_of, simulate
+from memplace.model.residency import (ResidencySolution, Window, lower_bound, producer_of,
+                                      simulate)
 from memplace.model.residency.simulation import Simulation, details
 from memplace.solvers import Param, SearchContext, register, solve
 from memplace.solvers.residency.fast_memory import FastMemory
@@ -160,9 +161,9 @@ class _Assignment:
         for t in range(i.n_tensors):  # homes in fast levels take their space first
             h = int(self.homes[t])
             if h < slowest:
-                self.fast.allocate(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]))
-                if h in self.fast.chunks and self.home_offsets is not None:
-                    self.fast.chunks[h][("home", t)][0] = int(self.home_offsets[t])
+                offset = None if self.home_offsets is None else int(self.home_offsets[t])
+                self.fast.reserve(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
+                                  offset)
         self.sim = Simulation(i, self.homes, [])
         self.kept: list[_Open] = []
         self.stats = MsaStats()
@@ -202,7 +203,7 @@ class _Assignment:
             for l in range(h):
                 if saving[l] <= 0:
                     continue
-                for s in picker.starts(copy_s, lo, k, max_el[l], saving[l]):
+                for s in picker.iter_starts(copy_s, lo, k, max_el[l], saving[l]):
                     if fast.allocate((t, s), l, s, k, size):
                         cur = _Open((t, s), l, s, k, k, False)
                         break
@@ -332,4 +333,5 @@ def solve_msa(ctx: SearchContext, min_overlap: float, preferred_overlap: float,
                               max_repacks, homes)
     ctx.count(1)
     ctx.notes.update(stats.as_notes())
+    ctx.lower_bound = lower_bound(ctx.instance)
     ctx.offer(sol, sol.latency)
