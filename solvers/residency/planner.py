@@ -27,7 +27,7 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import lower_bound
-from memplace.model.residency.simulation import Simulation
+from memplace.model.residency.simulation import Simulation, details
 from memplace.solvers import Param, SearchContext, solve
 from memplace.solvers.residency.game import KINDS, STAY, ResidencyGame
 from memplace.solvers.residency.msa import msa_solution
@@ -159,7 +159,14 @@ class Incumbent:
         return False
 
     def finish(self, stats: dict) -> None:
+        """Notes: the searches' counts, what the kept solution holds (as msa notes it)."""
         self.ctx.notes.update(stats)
+        best = self.ctx.best
+        windows = best.windows
+        self.ctx.notes.update(windows=len(windows),
+                              prefetches=sum(w.is_prefetch for w in windows),
+                              evictions=sum(w.evict is not None for w in windows),
+                              waits=details(self.ctx.instance, best).waits)
         self.ctx.notes["offered"] = self.offered
         self.ctx.notes["from_msa"] = bool(self.ctx.best_latency == self.msa_latency
                                           and self.offered == 0)
