@@ -111,8 +111,11 @@ def run(task: Task) -> dict[str, Any]:
                                   time.perf_counter() - began)
         _load_kernels(task.solver)
         _arm_limits(task)
-        result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
-                       problem=prob, **task.params)
+        try:
+            result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
+                           problem=prob, **task.params)
+        finally:  # a run in the caller's own process must not leave its alarm armed
+            signal.setitimer(signal.ITIMER_REAL, 0)
         return result_record(task, inst, result)
     except MemoryError:
         return failure_record(task, "oom", f"out of memory (limit {task.memory_limit_mb} MB)"
@@ -151,7 +154,6 @@ def main() -> None:
     sys.stdout = sys.stderr
     task = Task.from_dict(json.loads(sys.stdin.read()))
     record = run(task)
-    signal.setitimer(signal.ITIMER_REAL, 0)
     out.write(json.dumps(record, allow_nan=False) + "\n")
     out.flush()
     sys.stderr.flush()
