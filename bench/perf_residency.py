@@ -302,7 +302,7 @@ def _c_ns(inst: Instance, enc: encoding.Enc, reps: int, repeats: int, expected: 
     return _best_of(lambda: lib.simulate(*args, i64(reps)), repeats) / reps * 1e9
 
 
-def measure(inst: Instance, changes: int = 2000, K: int = 8, seed: int = 0,
+def measure(inst: Instance, changes: int = 2000, K: int = 4, seed: int = 0,
             repeats: int = 5) -> ResidencyPerf:
     """Nanoseconds per simulation (kernel, C, reference, batch) and per one-window change."""
     i = inst

@@ -45,7 +45,7 @@ def _same_as(c, state, old, shift):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_latency,
                wait_out, elapsed_out, done):
     """Simulate ops k0 .. n-1 from `state` (the state before op k0's wait); return the latency.
@@ -138,14 +138,19 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
             if not auntil:
                 aidle -= adt
 
+    until_ck = (K - k0 % K) % K  # ops until the next checkpoint (0: op k0 is one)
+    clock = state.clock[0]  # a local: kept in a register, not reloaded past every array store
     for k in range(k0, n):
-        if k % K == 0:
+        if until_ck == 0:
+            until_ck = K
             c = k // K
+            state.clock[0] = clock
             if write_ck:
                 _save(c, state, ck)
             if stop_from >= 0 and k >= stop_from and _same_as(c, state, old, shift):
                 state.stop[0] = c
-                return state.clock[0] + (old_latency - old.clock[c])
+                return clock + (old_latency - old.clock[c])
+        until_ck -= 1
         # 1. wait for the copies due at k; every channel moves copies meanwhile
         wait = 0.0
         if enc.due_count[k] > 0:
@@ -160,7 +165,7 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
             for h in range(L):
                 if head[2 * h] < tail[2 * h] or head[2 * h + 1] < tail[2 * h + 1]:
                     advance(h, wait - need[h], False, -1, -1, k)
-        state.clock[0] += wait
+        clock += wait
         # 2. copies issued before op k join their queues
         for q in range(Q):
             while tail[q] < enc.q_len[q] and enc.c_issue[q_copy[q, tail[q]]] <= k:
@@ -184,8 +189,9 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
         if record:
             wait_out[k] = wait
             elapsed_out[k] = elapsed
-        state.clock[0] += elapsed
-    return state.clock[0]
+        clock += elapsed
+    state.clock[0] = clock
+    return clock
 
 
 @njit(cache=True, nogil=True)
@@ -315,7 +321,7 @@ def _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, du
     due_q[q, new_due] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, old, new):
     """Replace window `slot` (`old`, or none when old[0] < 0) by `new` (none when new[0] < 0)
     in `enc`, in place. A window is (tensor, level, start, first, last, issue, due); a copy
@@ -331,28 +337,32 @@ def change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, 
             if old[3] <= access_op[acc] <= old[4]:
                 enc.serve[acc] = h
         sz = float(size[t])
-        _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
-                      2 * h, 2 * slot, t, sz, old[2] < old[3], old[2], old[3],
-                      same and new[2] < new[3], new[2], new[3])
-        _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
-                      2 * h + 1, 2 * slot + 1, t, sz, old[5] >= 0, old[5], old[6],
-                      same and new[5] >= 0, new[5], new[6])
+        if old[2] < old[3] or (same and new[2] < new[3]):
+            _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                          2 * h, 2 * slot, t, sz, old[2] < old[3], old[2], old[3],
+                          same and new[2] < new[3], new[2], new[3])
+        if old[5] >= 0 or (same and new[5] >= 0):
+            _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                          2 * h + 1, 2 * slot + 1, t, sz, old[5] >= 0, old[5], old[6],
+                          same and new[5] >= 0, new[5], new[6])
     if new[0] >= 0:
         t = new[0]
         h = place[t]
         if not same:
             sz = float(size[t])
-            _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
-                          2 * h, 2 * slot, t, sz, False, 0, 0, new[2] < new[3], new[2], new[3])
-            _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
-                          2 * h + 1, 2 * slot + 1, t, sz, False, 0, 0, new[5] >= 0, new[5], new[6])
+            if new[2] < new[3]:
+                _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                              2 * h, 2 * slot, t, sz, False, 0, 0, True, new[2], new[3])
+            if new[5] >= 0:
+                _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
+                              2 * h + 1, 2 * slot + 1, t, sz, False, 0, 0, True, new[5], new[6])
         for x in range(tensor_ptr[t], tensor_ptr[t + 1]):
             acc = tensor_access[x]
             if new[3] <= access_op[acc] <= new[4]:
                 enc.serve[acc] = new[1]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor_access, access_op,
                       size, slot, old, new, shift, latency):
     """Replace window `slot` (`old` -> `new`, rows as in `change_kernel`) and return the new

@@ -123,7 +123,7 @@ class Simulation:
     """
 
     def __init__(self, instance: Instance, placement: np.ndarray, windows: Sequence[Window],
-                 K: int = 8, spare: int = 64):
+                 K: int = 4, spare: int = 64):
         if K < 1:
             raise ValueError(f"checkpoint interval K must be >= 1, got {K}")
         i = self.instance = instance
