@@ -139,3 +139,106 @@ def measure(inst: Instance, population: int = 1024, moves: int = 1_000_000, seed
     python_ref = _best_of(lambda: [ref.latency(i.data, plain) for _ in range(ref_calls)], 2) / ref_calls
     return PerfFigures(single * 1e9, batch * 1e9, delta * 1e9, python_ref * 1e9,
                        _c_batch_ns(i, pop, repeats))
+
+
+# ---------------------------------------------------------------------------
+# Scaling: how each step grows with the instance, on the synthetic generator.
+
+SCALING_SIZES = (1_000, 10_000, 100_000)
+SCALING_HARDWARE = "nnpi"
+# compiler = xla-msa; random-greedy is timed with RANDOM_GREEDY_SAMPLES fills (each
+# costs one xla-msa fill), the others are one fill each.
+SCALING_HEURISTICS = ("compiler", "greedy-size", "topo-first-fit", "benefit-density",
+                      "random-greedy", "all-slowest")
+RANDOM_GREEDY_SAMPLES = 10
+SA_MOVES = 1_000_000
+
+
+@dataclass
+class ScalingRow:
+    n_ops: int
+    n_tensors: int
+    seconds: dict[str, float]  # column -> seconds
+
+
+def scaling_columns(sa_moves: int = SA_MOVES) -> list[str]:
+    """Column names of the scaling table, in order."""
+    heur = [f"{h} ({RANDOM_GREEDY_SAMPLES} fills)" if h == "random-greedy" else h
+            for h in SCALING_HEURISTICS]
+    return ["load JSON", *heur, f"sa {sa_moves:.0e} moves".replace("+0", ""), "MILP build"]
+
+
+def _synthetic_file(n_ops: int, folder: Path) -> Path:
+    """The instance file of synth-{n_ops}@nnpi (built by the catalog's synthetic
+    generator, as `memplace instances export` writes it), written once into `folder`."""
+    import json
+    from memplace.instances import build_instance
+    path = folder / f"synth-{n_ops}@{SCALING_HARDWARE}.json"
+    if not path.exists():
+        data = build_instance(f"synth-{n_ops}", SCALING_HARDWARE)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    return path
+
+
+def _anneal_seconds(inst: Instance, moves: int) -> float:
+    """Wall seconds of `moves` sa moves in the annealing kernel itself (penalty kernel, as
+    `sa` runs by default), from the compiler placement, cooling geometrically from the
+    temperature that accepts 10% of sampled uphill moves down to a millionth of it."""
+    from memplace.solvers.static.heuristics import ORDERS, COMPILER, greedy_fill
+    from memplace.solvers.static.sa import Annealer, byte_value, start_temperature
+    start = greedy_fill(inst, ORDERS[COMPILER](inst))[0]
+    ann = Annealer(inst, start, penalty=True, lam=byte_value(inst))
+    uphill = ann.sample_uphill(1000, 0.3, 1)
+    t0 = start_temperature(uphill, 0.1) or 1e-9
+    alpha = 1e-6 ** (1.0 / moves)
+    ann.kernel_s = 0.0
+    ann.run(moves, t0, alpha, 0.3, 0)
+    return ann.kernel_s
+
+
+def _milp_build_seconds(inst: Instance) -> float:
+    """Seconds to formulate the MILP and hand it to HiGHS as a model (no solve)."""
+    from memplace.solvers.static.milp_highs import formulate, highs_model
+    began = time.perf_counter()
+    highs_model(formulate(inst))
+    return time.perf_counter() - began
+
+
+def scaling_row(n_ops: int, folder: Path, sa_moves: int = SA_MOVES) -> ScalingRow:
+    """Seconds of every scaling column on synth-{n_ops}@nnpi (warm: call `scaling_warmup`
+    first so that no column includes Numba compile time)."""
+    from memplace.instances import load
+    from memplace.solvers import solve
+    path = _synthetic_file(n_ops, folder)
+    columns = scaling_columns(sa_moves)
+    seconds: dict[str, float] = {}
+    began = time.perf_counter()
+    inst = load(path)
+    seconds[columns[0]] = time.perf_counter() - began
+    for column, solver in zip(columns[1:], SCALING_HEURISTICS):
+        params = {"samples": RANDOM_GREEDY_SAMPLES} if solver == "random-greedy" else {}
+        began = time.perf_counter()
+        solve(inst, solver, time_limit=3600, **params)
+        seconds[column] = time.perf_counter() - began
+    seconds[columns[-2]] = _anneal_seconds(inst, sa_moves)
+    seconds[columns[-1]] = _milp_build_seconds(inst)
+    return ScalingRow(inst.n_ops, inst.n_tensors, seconds)
+
+
+def scaling_warmup(folder: Path) -> None:
+    """Run every column once on a small instance: compiles (or loads from Numba's cache)
+    every kernel the table times, so that the figures are warm."""
+    scaling_row(100, folder, sa_moves=1000)
+
+
+def scaling_table(rows: list[ScalingRow], sa_moves: int = SA_MOVES) -> str:
+    """The rows as a Markdown table, seconds with 3 significant digits."""
+    columns = scaling_columns(sa_moves)
+    lines = ["| ops | tensors | " + " | ".join(columns) + " |",
+             "|" + "---:|" * (len(columns) + 2)]
+    for row in rows:
+        cells = [f"{row.seconds[c]:.3g}" for c in columns]
+        lines.append(f"| {row.n_ops:,} | {row.n_tensors:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -54,9 +54,14 @@ from memplace.bench.task import DEFAULT_KILL_MARGIN_S, Task
 from memplace.model.core.problem import problem
 from memplace.model.core.search import DEFAULT_PROBLEM
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.reading import is_int, is_number, read_text, shown
 
 PLANS_DIR = Path(__file__).resolve().parent / "plans"
 EXTRA_MODULES_ENV = "MEMPLACE_EXTRA_SOLVER_MODULES"
+MAX_PLAN_BYTES = 1 << 20  # a plan is a few lines of TOML
+MAX_SECONDS = 1e7  # a time limit or kill margin (about 4 months): finite, and a valid timer
+MAX_SEED = (1 << 63) - 1
+MAX_MEMORY_MB = 1 << 30  # a petabyte
 PLAN_KEYS = {"description", "instances", "solvers", "seeds", "time_limit", "kill_margin",
              "memory_limit_mb", "solver_modules", "one_seed", "params", "problem"}
 
@@ -97,11 +102,13 @@ def load_plan(name_or_path: str) -> Plan:
     """Read and check a plan, expanding it into its tasks; raises PlanError before
     anything runs if an instance, solver or parameter is unknown."""
     path = plan_path(name_or_path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "plan", PlanError, max_bytes=MAX_PLAN_BYTES)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"plan {path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise PlanError(f"plan {path}: not valid TOML (arrays or tables nested too deeply)") from None
     try:
         return _expand(path, text, data)
     except MemplaceError as exc:
@@ -121,20 +128,20 @@ def _expand(path: Path, text: str, data: dict[str, Any]) -> Plan:
 
     seeds = data["seeds"]
     if not (isinstance(seeds, list) and seeds
-            and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
-        raise PlanError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
+            and all(is_int(s) and 0 <= s <= MAX_SEED for s in seeds)):
+        raise PlanError(f"seeds must be a non-empty list of integers in 0..2**63-1, got {shown(seeds)}")
     time_limit = _positive(data["time_limit"], "time_limit")
     margin = _positive(data.get("kill_margin", DEFAULT_KILL_MARGIN_S), "kill_margin")
     memory = data.get("memory_limit_mb")
-    if memory is not None and not (isinstance(memory, int) and memory > 0):
-        raise PlanError(f"memory_limit_mb must be a positive integer, got {memory!r}")
+    if memory is not None and not (is_int(memory) and 0 < memory <= MAX_MEMORY_MB):
+        raise PlanError(f"memory_limit_mb must be an integer in 1..{MAX_MEMORY_MB}, got {shown(memory)}")
 
     prob = data.get("problem", DEFAULT_PROBLEM)
     if not isinstance(prob, str):
-        raise PlanError(f"problem must be a problem's name, got {prob!r}")
+        raise PlanError(f"problem must be a problem's name, got {shown(prob)}")
     prob = problem(prob).name  # raises, naming the known problems
-    sources = resolve_instances(_strings(data["instances"], "instances"), path.parent)
-    solver_names = resolve_solvers(_strings(data["solvers"], "solvers"), prob)
+    sources = resolve_instances(_strings(data["instances"], "instances", empty=False), path.parent)
+    solver_names = resolve_solvers(_strings(data["solvers"], "solvers", empty=False), prob)
     params = _solver_params(data.get("params", {}), solver_names, prob)
     one_seed = set(_strings(data.get("one_seed", []), "one_seed"))
     stray = sorted(one_seed - set(solver_names))
@@ -153,17 +160,19 @@ def _expand(path: Path, text: str, data: dict[str, Any]) -> Plan:
                 tasks, [name for _, name, _ in instances], solver_names, prob)
 
 
-def _strings(value: Any, key: str) -> list[str]:
+def _strings(value: Any, key: str, empty: bool = True) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise PlanError(f"{key} must be a list of strings, got {value!r}")
+        raise PlanError(f"{key} must be a list of strings, got {shown(value)}")
+    if not value and not empty:
+        raise PlanError(f"{key} must name at least one entry")
     return value
 
 
 def _positive(value: Any, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise PlanError(f"{key} must be a number of seconds > 0, got {value!r}")
+    if not (is_number(value) and 0 < value <= MAX_SECONDS):
+        raise PlanError(f"{key} must be a number of seconds in (0, {MAX_SECONDS:g}], got {shown(value)}")
     return float(value)
 
 

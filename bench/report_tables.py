@@ -139,7 +139,19 @@ def instance_table(results: Results) -> Table:
     caption += ("median seconds and evaluations "
                 f"to come within {', '.join(_pct(e) for e in TARGETS)} of the best known latency "
                 "(– : not reached by half the runs, or nothing to compare with).")
-    return Table("instances", caption, columns, rows)
+    return Table("instances", caption + provenance_note(results), columns, rows)
+
+
+def provenance_note(results: Results) -> str:
+    """What the caption adds: instances where all solvers tie, and which code made the runs."""
+    note = ""
+    tied = results.tied_instances()
+    if tied:
+        note += (f" All solvers tie (the {results.problem.baselines['slowest']} reference aside) "
+                 f"on {', '.join(tied)}: nothing there tells them apart.")
+    versions = results.code_versions()
+    note += " Runs made by " + "; ".join(f"{label} ({n} runs)" for label, n in versions.items()) + "."
+    return note
 
 
 def solver_table(results: Results) -> Table:

@@ -61,6 +61,14 @@ def reach(record: dict[str, Any], target: float) -> tuple[float, float]:
     return math.inf, math.inf
 
 
+def relative_gap(latency: float, known: float) -> float:
+    """latency / known - 1, at least 0; infinite above a best known latency of 0 (an
+    instance with no compute and no traffic)."""
+    if latency <= known:
+        return 0.0
+    return latency / known - 1.0 if known > 0 else math.inf
+
+
 def median_or_none(values: list[float]) -> float | None:
     if not values:
         return None
@@ -96,6 +104,15 @@ class SolverSummary:
     instances: int
     sgm_gap: float  # shifted geomean of gap to best over runs with a result
     sgm_time: float  # shifted geomean of time to within 1%, unreached = time limit
+
+
+def code_label(code: Any) -> str:
+    """One line for a record's `code` field (see `memplace.bench.provenance`)."""
+    if not isinstance(code, dict):
+        return "unrecorded"
+    if code.get("commit"):
+        return f"commit {code['commit']}" + (" (dirty)" if code.get("dirty") else "")
+    return f"package {code.get('package', 'unknown')} (not a git checkout)"
 
 
 class Results:
@@ -178,6 +195,31 @@ class Results:
     def compiler(self, instance: str) -> float | None:
         return self.baseline(instance, "compiler")
 
+    # ------------------------------------------------------------------ what the file says
+    def tied_instances(self, rtol: float = 1e-9) -> list[str]:
+        """Instances on which every solver with a result reaches the same best latency
+        (within `rtol`), the slowest-placement reference aside: nothing there tells the
+        solvers apart. An instance with fewer than two such solvers is not listed."""
+        slowest = self.problem.baselines.get("slowest")
+        tied = []
+        for instance in self.instances:
+            bests = {}
+            for r in self.ok_runs(instance):
+                if r["solver"] != slowest:
+                    bests[r["solver"]] = min(bests.get(r["solver"], math.inf), r["latency"])
+            if len(bests) >= 2 and max(bests.values()) <= min(bests.values()) * (1 + rtol):
+                tied.append(instance)
+        return tied
+
+    def code_versions(self) -> dict[str, int]:
+        """Which code produced the runs: 'commit <sha>[ (dirty)]' (or 'package <version>'
+        outside a git checkout, 'unrecorded' for records older than this field) -> runs."""
+        counts: dict[str, int] = {}
+        for r in self.records:
+            label = code_label(r.get("code"))
+            counts[label] = counts.get(label, 0) + 1
+        return dict(sorted(counts.items()))
+
     def static_optimum(self, instance: str) -> dict[str, Any] | None:
         """{latency, status, wall_s} of `milp` on the static problem of the instance
         (cached on disk when the results have a folder); None if the instance is gone."""
@@ -234,7 +276,7 @@ class Results:
             if ok and known is not None:
                 wins += math.isclose(min(r["latency"] for r in ok), known, rel_tol=1e-9)
             for r in ok:
-                gaps.append(max(0.0, r["latency"] / known - 1.0))
+                gaps.append(relative_gap(r["latency"], known))
             for r in mine:
                 seconds = reach(r, known * (1 + TARGETS[0]))[0] if known is not None else math.inf
                 times.append(min(seconds, r["time_limit"]))

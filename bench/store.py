@@ -23,6 +23,9 @@ Record schema (every key is always present; `null` where a value does not apply)
     notes            dict   the solver's extra facts (e.g. hard_stop, no_incumbent)
     error            str    what went wrong (status error/timeout/killed/oom), else null
     version          str    memplace version that made the record
+    code             dict   {commit, dirty, package}: the git commit of the checkout that
+                            ran it and whether its tree (results/ aside) was dirty, or
+                            null commit outside a git checkout (optional: older files lack it)
     machine          dict   {hostname, cpu, cores, python} of the machine that ran it
 
 A run's identity (its key) is (instance, instance_sha256, solver, params, seed,
@@ -38,19 +41,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from memplace.bench.task import run_key
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.reading import decode_utf8, is_int, is_number, parse_json, read_bytes, shown
 
 RUNS_FILE = "runs.jsonl"
 OK_STATUSES = ("optimal", "feasible")
 FAIL_STATUSES = ("error", "timeout", "killed", "oom")
 FIELDS = ("instance", "instance_source", "instance_sha256", "solver", "params", "seed",
           "time_limit", "status", "latency", "lower_bound", "wall_s", "evaluations", "trace",
-          "placement", "offsets", "notes", "error", "version", "machine", "problem")
+          "placement", "offsets", "notes", "error", "version", "machine", "problem",
+          "code")
 # Fields a record written before they existed may lack (a missing `problem` means static).
-LATER_FIELDS = ("problem",)
+LATER_FIELDS = ("problem", "code")  # code: which commit made the run
 
 
 class RunsFileError(MemplaceError):
@@ -68,12 +73,11 @@ def is_ok(record: dict[str, Any]) -> bool:
 
 def read_runs(path: str | Path) -> list[dict[str, Any]]:
     """Every record of a runs file, in file order; a torn or corrupted line raises
-    RunsFileError naming the line (and how to get past it)."""
+    RunsFileError naming the line (and how to get past it). Nothing is ever written here."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise RunsFileError(f"no runs file {path}") from None
+    if not path.exists():
+        raise RunsFileError(f"no runs file {path}")
+    data = read_bytes(path, "runs file", RunsFileError)
     records = []
     lines = data.split(b"\n")
     for number, raw in enumerate(lines, start=1):
@@ -85,9 +89,10 @@ def read_runs(path: str | Path) -> list[dict[str, Any]]:
             problem = "the line is not terminated (a write cut short)"
         else:
             try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                problem = f"not valid JSON ({exc})"
+                record = parse_json(decode_utf8(raw, "the line", RunsFileError), "the line",
+                                    RunsFileError, raw)
+            except RunsFileError as exc:
+                problem = str(exc).removeprefix("the line: ")
             else:
                 problem = _record_problem(record)
         if problem:
@@ -99,14 +104,58 @@ def read_runs(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def _number_or_none(value: Any) -> bool:
+    return value is None or is_number(value)
+
+
+# What each field must hold (the schema in the module docstring).
+_FIELD_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "instance": (lambda v: isinstance(v, str), "a string"),
+    "instance_source": (lambda v: isinstance(v, str), "a string"),
+    "instance_sha256": (lambda v: isinstance(v, str), "a string"),
+    "solver": (lambda v: isinstance(v, str), "a string"),
+    "params": (lambda v: isinstance(v, dict), "an object"),
+    "seed": (lambda v: is_int(v) and 0 <= v < 1 << 63, "an integer in 0..2**63-1"),
+    "time_limit": (lambda v: is_number(v) and v > 0, "a number > 0"),
+    "status": (lambda v: v in OK_STATUSES + FAIL_STATUSES,
+               f"one of {', '.join(OK_STATUSES + FAIL_STATUSES)}"),
+    "latency": (_number_or_none, "a number or null"),
+    "lower_bound": (_number_or_none, "a number or null"),
+    "wall_s": (lambda v: is_number(v) and v >= 0, "a number >= 0"),
+    "evaluations": (lambda v: v is None or (is_int(v) and v >= 0), "an integer >= 0 or null"),
+    "trace": (lambda v: isinstance(v, list) and all(
+        isinstance(p, list) and len(p) == 3 and all(map(is_number, p)) for p in v),
+        "a list of [seconds, evaluations, latency] numbers"),
+    "placement": (lambda v: v is None or (isinstance(v, list) and all(isinstance(n, str) for n in v)),
+                  "a list of level names or null"),
+    "offsets": (lambda v: v is None or (isinstance(v, list) and all(
+        o is None or is_int(o) for o in v)), "a list of integers and nulls, or null"),
+    "notes": (lambda v: isinstance(v, dict), "an object"),
+    "error": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "version": (lambda v: isinstance(v, str), "a string"),
+    "machine": (lambda v: isinstance(v, dict), "an object"),
+    "problem": (lambda v: isinstance(v, str), "a problem's name (a string)"),
+}
+
+
 def _record_problem(record: Any) -> str | None:
     if not isinstance(record, dict):
         return "not a JSON object"
     missing = [key for key in FIELDS if key not in record and key not in LATER_FIELDS]
     if missing:
         return f"missing field {missing[0]!r}"
-    if record["status"] not in OK_STATUSES + FAIL_STATUSES:
-        return f"unknown status {record['status']!r}"
+    for key in FIELDS:
+        check, meaning = _FIELD_RULES[key]
+        if key in record and not check(record[key]):
+            return f"field {key!r} must be {meaning}, got {shown(record[key])}"
+    if record["status"] in OK_STATUSES and (record["latency"] is None or record["placement"] is None):
+        return f"status {record['status']!r} needs a latency and a placement"
+    if "problem" in record:
+        from memplace.model.core.problem import problem
+        try:
+            problem(record["problem"])
+        except MemplaceError as exc:
+            return str(exc)
     return None
 
 

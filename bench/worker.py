@@ -27,6 +27,7 @@ import time
 import traceback
 from typing import Any
 
+from memplace.bench.provenance import code_version
 from memplace.bench.task import Task
 
 
@@ -60,7 +61,8 @@ def failure_record(task: Task, status: str, error: str, wall_s: float,
     return base_record(task) | {
         "status": status, "latency": None, "lower_bound": None, "wall_s": wall_s,
         "evaluations": None, "trace": [], "placement": None, "offsets": None, "notes": {},
-        "error": error, "version": version(), "machine": where or machine()}
+        "error": error, "version": version(), "code": code_version(),
+        "machine": where or machine()}
 
 
 def base_record(task: Task) -> dict[str, Any]:
@@ -79,7 +81,7 @@ def result_record(task: Task, inst, result) -> dict[str, Any]:
         "trace": [[float(s), int(e), float(lat)] for s, e, lat in result.trace],
         **result.problem.to_record(inst, result.solution),
         "notes": _jsonable(result.notes), "error": None, "version": version(),
-        "machine": machine()}
+        "code": code_version(), "machine": machine()}
 
 
 def _finite(value: float | None) -> float | None:

@@ -38,7 +38,8 @@ WORKLOADS: dict[str, Callable[..., dict[str, Any]]] = {
     "vit-b16": vit_b16,
     "gpt2": gpt2,
 }
-SYNTHETIC = re.compile(r"synth-(\d+)")
+SYNTHETIC = re.compile(r"synth-([0-9]{1,12})")
+MAX_SYNTHETIC_OPS = 10_000_000  # 100 times the largest size the scaling table measures
 SYNTHETIC_SIZES = (100, 1000, 10000)
 
 EGRL_WORKLOADS = ("resnet50", "resnet101", "bert-base")
@@ -89,6 +90,9 @@ def workload(name: str, **params: Any) -> dict[str, Any]:
     if name in WORKLOADS:
         maker: Callable[..., dict[str, Any]] = WORKLOADS[name]
     elif match:
+        if int(match.group(1)) > MAX_SYNTHETIC_OPS:
+            raise MemplaceError(f"workload {name!r}: a synthetic workload has at most "
+                                f"{MAX_SYNTHETIC_OPS} ops")
         maker = functools.partial(synthetic_workload, int(match.group(1)))
     else:
         raise _unknown("workload", name, list(WORKLOADS) + ["synth-N"])
@@ -156,8 +160,8 @@ def builtin_path(name: str) -> Path:
     if "/" not in name and path.is_file():
         return path
     candidate = Path(name)
-    if candidate.is_file():
-        return candidate
+    if candidate.exists() or "/" in name or name.endswith(".json"):
+        return candidate  # a path: loading it names what is wrong (a folder, no such file)
     raise _unknown("instance", name, builtin_names())
 
 

@@ -1,4 +1,6 @@
 """The instance model: instances, solutions, validation, the cost model and rectify."""
+# First: points Numba's cache at a user folder before any kernel module imports numba.
+from memplace.model.core import numba_cache  # noqa: F401  isort: skip
 from memplace.model.static.cost import (as_placement, capacity_ok, latency, latency_batch,
                                  load_profile, move_delta, slowest_latency)
 from memplace.model.core.errors import InstanceError, MemplaceError, SolutionError

@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
+import operator
 from dataclasses import dataclass
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,18 +18,20 @@ import networkx as nx
 import numpy as np
 
 from memplace.model.core.errors import InstanceError
+from memplace.model.core.reading import MAX_BYTES, MAX_TOTAL, gc_paused, is_int, is_number, read_json, shown
 
 FORMAT = "memplace-instance/1"
 UNBOUNDED = np.iinfo(np.int64).max  # capacity of a level whose capacity is null
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+class _Missing:
+    """Stands for a key that is absent (shown as such in error messages)."""
+
+    def __repr__(self) -> str:
+        return "nothing (the key is missing)"
 
 
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+_MISSING = _Missing()
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class Instance:
         self.tensors: list[dict[str, Any]] = workload["tensors"]
         self.compute_rate: float = float(hardware["compute_rate"])
         self.levels: list[Level] = _check_levels(hardware)
-        _check_ops(self.ops)
+        self.flops = _check_ops(self.ops)
         self._build_arrays()
         self._check_last_level_holds_everything()
 
@@ -94,18 +97,12 @@ class Instance:
     @classmethod
     def from_file(cls, path: str | Path) -> "Instance":
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InstanceError(f"cannot read instance file {path}: {exc.strerror}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InstanceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        try:
-            return cls(data)
-        except InstanceError as exc:
-            raise InstanceError(f"{path}: {exc}") from None
+        with gc_paused():
+            data = read_json(path, "instance file", InstanceError)  # errors name the file
+            try:
+                return cls(data)
+            except InstanceError as exc:
+                raise InstanceError(f"{path}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return self.data
@@ -158,32 +155,22 @@ class Instance:
 
     # ------------------------------------------------------------------ arrays
     def _build_arrays(self) -> None:
-        n, T = self.n_ops, self.n_tensors
-        size = np.empty(T, np.int64)
-        start = np.empty(T, np.int64)
-        end = np.empty(T, np.int64)
-        traffic = np.empty(T, np.int64)
-        is_weight = np.empty(T, np.int8)
-        per_op: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        for t, tensor in enumerate(self.tensors):
-            steps, total = _check_tensor(t, tensor, n)
-            size[t] = tensor["size"]
-            is_weight[t] = tensor["kind"] == "weight"
-            first, last = min(steps), max(steps)
-            start[t], end[t] = (0, n - 1) if is_weight[t] else (first, last)
-            traffic[t] = total
-            for k, b in tensor["accesses"]:
-                per_op[k].append((t, b))
+        n = self.n_ops
+        acc = _check_tensors(self.tensors, n)
+        size, is_weight, tensor_of, step, nbytes = acc
+        T = len(size)
+        first = np.zeros(T + 1, np.int64)
+        np.cumsum(np.bincount(tensor_of, minlength=T), out=first[1:])
+        start = np.minimum.reduceat(step, first[:-1])
+        end = np.maximum.reduceat(step, first[:-1])
+        start[is_weight == 1], end[is_weight == 1] = 0, n - 1
+        traffic = np.add.reduceat(nbytes, first[:-1])
+        # Op-side view: accesses in op order, inside an op by increasing tensor index
+        # (the spec's summation order; at most one access per tensor and op).
+        by_op = np.lexsort((tensor_of, step))
+        op_tensor, op_bytes = tensor_of[by_op], nbytes[by_op]
         op_ptr = np.zeros(n + 1, np.int64)
-        for k, accesses in enumerate(per_op):
-            op_ptr[k + 1] = op_ptr[k] + len(accesses)
-        op_tensor = np.empty(op_ptr[-1], np.int64)
-        op_bytes = np.empty(op_ptr[-1], np.int64)
-        a = 0
-        for accesses in per_op:  # already in increasing tensor index
-            for t, b in accesses:
-                op_tensor[a], op_bytes[a] = t, b
-                a += 1
+        np.cumsum(np.bincount(step, minlength=n), out=op_ptr[1:])
         # Tensor-side view: for each tensor, the indices of its accesses in op order.
         order = np.argsort(op_tensor, kind="stable")
         counts = np.bincount(op_tensor, minlength=T)
@@ -192,7 +179,6 @@ class Instance:
 
         self.size, self.start, self.end = size, start, end
         self.traffic, self.is_weight = traffic, is_weight
-        self.flops = np.array([float(op["flops"]) for op in self.ops], np.float64)
         self.compute = self.flops / self.compute_rate
         self.op_ptr, self.op_tensor, self.op_bytes = op_ptr, op_tensor, op_bytes
         self.tensor_ptr, self.tensor_access = tensor_ptr, order.astype(np.int64)
@@ -290,11 +276,15 @@ def dumps(instance: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- checks
+# The per-op and per-tensor rules are checked a whole column at a time (the types of
+# all values with one set, the ranges with NumPy); when a column fails, the first
+# offending op or tensor is looked up and named, so a 100,000-op file loads in well
+# under a second with every rule of the spec checked.
 def _check_top(data: Any) -> None:
     if not isinstance(data, dict):
         raise InstanceError("instance must be a JSON object")
     if data.get("format") != FORMAT:
-        raise InstanceError(f"format must be {FORMAT!r}, got {data.get('format')!r}")
+        raise InstanceError(f"format must be {FORMAT!r}, got {shown(data.get('format'))}")
     if not isinstance(data.get("name"), str):
         raise InstanceError("instance 'name' must be a string")
     for key in ("workload", "hardware"):
@@ -310,8 +300,8 @@ def _check_top(data: Any) -> None:
     if not isinstance(hardware.get("name"), str):
         raise InstanceError("hardware 'name' must be a string")
     rate = hardware.get("compute_rate")
-    if not _is_number(rate) or rate <= 0:
-        raise InstanceError(f"hardware compute_rate must be a number > 0, got {rate!r}")
+    if not is_number(rate) or rate <= 0:
+        raise InstanceError(f"hardware compute_rate must be a number > 0, got {shown(rate)}")
 
 
 def _named(kind: str, index: int, item: Any) -> str:
@@ -323,12 +313,40 @@ def _named(kind: str, index: int, item: Any) -> str:
     return f"{kind} {index} {item['name']!r}"
 
 
-def _check_ops(ops: list[Any]) -> None:
-    for k, op in enumerate(ops):
-        label = _named("op", k, op)
-        flops = op.get("flops")
-        if not _is_number(flops) or flops < 0:
-            raise InstanceError(f"{label}: flops must be a number >= 0, got {flops!r}")
+def _check_named(kind: str, items: list[Any]) -> None:
+    """Every item is an object with a string name (spec section 2)."""
+    for index, item in enumerate(items):
+        _named(kind, index, item)
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _check_ops(ops: list[Any]) -> np.ndarray:
+    """Check the ops; return their flops as float64."""
+    try:
+        names, raw = zip(*map(_OP_FIELDS, ops))
+    except (KeyError, TypeError):  # a key missing or an op that is not an object
+        names, raw = (), ()
+    if set(map(type, names)) != {str}:
+        _check_named("op", ops)
+        raw = tuple(op.get("flops") for op in ops)
+    flops = None
+    if set(map(type, raw)) <= {float, int}:
+        try:
+            flops = np.fromiter(raw, np.float64, len(raw))
+        except OverflowError:  # an integer beyond a float's range
+            pass
+    if flops is None:
+        k = next(k for k, f in enumerate(raw) if not is_number(f))
+    else:
+        bad = ~np.isfinite(flops) | (flops < 0)
+        if not bad.any():
+            return flops
+        k = _first(bad)
+    raise InstanceError(f"{_named('op', k, ops[k])}: flops must be a number >= 0, "
+                        f"got {shown(raw[k])}")
 
 
 def _check_levels(hardware: dict[str, Any]) -> list[Level]:
@@ -344,87 +362,185 @@ def _check_levels(hardware: dict[str, Any]) -> list[Level]:
             raise InstanceError(f"{label}: level names must be unique")
         seen.add(name)
         bw = lv.get("bandwidth")
-        if not _is_number(bw) or bw <= 0:
-            raise InstanceError(f"{label}: bandwidth must be a number > 0, got {bw!r}")
+        if not is_number(bw) or bw <= 0:
+            raise InstanceError(f"{label}: bandwidth must be a number > 0, got {shown(bw)}")
         if "capacity" not in lv:
             raise InstanceError(f"{label}: 'capacity' is required (an integer > 0, or null)")
         cap = lv["capacity"]
         if cap is None:
             if l != len(raw) - 1:
                 raise InstanceError(f"{label}: capacity null (unbounded) is allowed on the last level only")
-        elif not _is_int(cap) or cap <= 0:
-            raise InstanceError(f"{label}: capacity must be an integer > 0 or null, got {cap!r}")
+        elif not is_int(cap) or not 0 < cap <= MAX_BYTES:
+            raise InstanceError(f"{label}: capacity must be an integer in 1..2**53 bytes or null, "
+                                f"got {shown(cap)}")
         addressed = lv.get("addressed", False)
         if not isinstance(addressed, bool):
-            raise InstanceError(f"{label}: 'addressed' must be true or false, got {addressed!r}")
+            raise InstanceError(f"{label}: 'addressed' must be true or false, got {shown(addressed)}")
         if addressed and cap is None:
             raise InstanceError(f"{label}: an addressed level needs a finite capacity")
         alignment = lv.get("alignment", 1)
-        if not _is_int(alignment) or alignment < 1:
-            raise InstanceError(f"{label}: alignment must be an integer >= 1, got {alignment!r}")
+        if not is_int(alignment) or not 1 <= alignment <= MAX_BYTES:
+            raise InstanceError(f"{label}: alignment must be an integer in 1..2**53, "
+                                f"got {shown(alignment)}")
         copy_bw = lv.get("copy_bandwidth", bw)
-        if not _is_number(copy_bw) or copy_bw <= 0:
-            raise InstanceError(f"{label}: copy_bandwidth must be a number > 0, got {copy_bw!r}")
+        if not is_number(copy_bw) or copy_bw <= 0:
+            raise InstanceError(f"{label}: copy_bandwidth must be a number > 0, got {shown(copy_bw)}")
         levels.append(Level(name, cap, float(bw), addressed, alignment, float(copy_bw)))
     return levels
 
 
-def _check_tensor(t: int, tensor: Any, n_ops: int) -> tuple[list[int], int]:
-    """Check one tensor; return its access steps and total traffic."""
-    label = _named("tensor", t, tensor)
-    if tensor.get("kind") not in ("weight", "activation"):
-        raise InstanceError(f"{label}: kind must be 'weight' or 'activation', got {tensor.get('kind')!r}")
-    size = tensor.get("size")
-    if not _is_int(size) or size <= 0:
-        raise InstanceError(f"{label}: size must be an integer number of bytes > 0, got {size!r}")
-    accesses = tensor.get("accesses")
-    if not isinstance(accesses, list) or not accesses:
-        raise InstanceError(f"{label}: accesses must be a non-empty list of [op_index, bytes] pairs")
-    steps: list[int] = []
-    total = 0
-    for pair in accesses:
-        if not (isinstance(pair, list) and len(pair) == 2):
-            raise InstanceError(f"{label}: access {pair!r} is not an [op_index, bytes] pair")
-        k, b = pair
-        if not _is_int(k) or not 0 <= k < n_ops:
-            raise InstanceError(f"{label}: access op index {k!r} is not an op (0..{n_ops - 1})")
-        if not _is_int(b) or b < 0:
-            raise InstanceError(f"{label}: access bytes for op {k} must be an integer >= 0, got {b!r}")
-        steps.append(k)
-        total += b
-    if len(set(steps)) != len(steps):
-        dup = next(k for k in steps if steps.count(k) > 1)
-        raise InstanceError(f"{label}: more than one access pair for op {dup}")
-    if "producer" not in tensor:
-        raise InstanceError(f"{label}: 'producer' is required (an op index or null)")
-    producer = tensor["producer"]
+def _int64(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:
+    """The values as int64 when every one is a JSON integer that fits; else None."""
+    if set(map(type, values)) <= {int}:
+        try:
+            return np.fromiter(values, np.int64, len(values))
+        except OverflowError:
+            return None
+    return None
+
+
+_OP_FIELDS = operator.itemgetter("name", "flops")
+_TENSOR_KEYS = ("name", "kind", "size", "accesses", "producer")
+_TENSOR_FIELDS = operator.itemgetter(*_TENSOR_KEYS)
+
+
+def _check_tensors(tensors: list[Any], n_ops: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Check every tensor (spec section 2); return size and is_weight per tensor, and
+    per access (tensors in order, each tensor's pairs as listed) its tensor, op and bytes."""
+    T = len(tensors)
+    if set(map(type, tensors)) != {dict}:
+        _check_named("tensor", tensors)
+    # One pass over the tensors for every field (a missing key is _MISSING).
+    try:
+        rows = list(map(_TENSOR_FIELDS, tensors))
+    except KeyError:
+        rows = [tuple(tensor.get(key, _MISSING) for key in _TENSOR_KEYS) for tensor in tensors]
+    names, kinds, raw_sizes, accesses, raw_producers = zip(*rows)
+    if set(map(type, names)) != {str}:
+        _check_named("tensor", tensors)
+
+    def fail(t: int, problem: str) -> InstanceError:
+        return InstanceError(f"{_named('tensor', t, tensors[t])}: {problem}")
+
+    if not (set(map(type, kinds)) == {str} and set(kinds) <= {"weight", "activation"}):
+        t = next(t for t, kind in enumerate(kinds) if kind not in ("weight", "activation"))
+        raise fail(t, f"kind must be 'weight' or 'activation', got {shown(kinds[t])}")
+    is_weight = np.fromiter(map("weight".__eq__, kinds), np.bool_, T).astype(np.int8)
+
+    size = _int64(raw_sizes)
+    bad = (None if size is None else (size <= 0) | (size > MAX_BYTES))
+    if bad is None or bad.any():
+        t = (next(t for t, v in enumerate(raw_sizes) if not (is_int(v) and 0 < v <= MAX_BYTES))
+             if bad is None else _first(bad))
+        raise fail(t, f"size must be an integer number of bytes in 1..2**53, got {shown(raw_sizes[t])}")
+    if float(size.astype(np.float64).sum()) >= MAX_TOTAL:
+        raise InstanceError(f"the tensors' sizes add up to {int(size.sum(dtype=object))} bytes, "
+                            "over the limit of 2**62")
+
+    lists = set(map(type, accesses)) == {list}
+    counts = np.fromiter(map(len, accesses), np.int64, T) if lists else None
+    if counts is None or not counts.all():
+        t = next(t for t, a in enumerate(accesses) if not (isinstance(a, list) and a))
+        raise fail(t, "accesses must be a non-empty list of [op_index, bytes] pairs")
+    tensor_of = np.repeat(np.arange(T, dtype=np.int64), counts)
+    pairs = list(chain.from_iterable(accesses))
+    if not (set(map(type, pairs)) == {list} and set(map(len, pairs)) == {2}):
+        j = next(j for j, p in enumerate(pairs) if not (isinstance(p, list) and len(p) == 2))
+        raise fail(int(tensor_of[j]), f"access {shown(pairs[j])} is not an [op_index, bytes] pair")
+    table = None
+    if set(map(type, chain.from_iterable(pairs))) == {int}:
+        try:
+            table = np.fromiter(chain.from_iterable(pairs), np.int64, 2 * len(pairs))
+        except OverflowError:
+            pass
+    if table is None:  # some op index or byte count is not an integer that fits in 64 bits
+        flat = list(chain.from_iterable(pairs))
+        j = next(j for j, v in enumerate(flat)
+                 if not (is_int(v) and -MAX_TOTAL < v < MAX_TOTAL))
+        t, (k, b) = int(tensor_of[j // 2]), pairs[j // 2]
+        if j % 2 == 0:
+            raise fail(t, f"access op index {shown(k)} is not an op (0..{n_ops - 1})")
+        raise fail(t, f"access bytes for op {k} must be an integer in 0..2**53, got {shown(b)}")
+    step, nbytes = table[0::2].copy(), table[1::2].copy()
+    bad = (step < 0) | (step >= n_ops)
+    if bad.any():
+        j = _first(bad)
+        raise fail(int(tensor_of[j]), f"access op index {step[j]} is not an op (0..{n_ops - 1})")
+    bad = (nbytes < 0) | (nbytes > MAX_BYTES)
+    if bad.any():
+        j = _first(bad)
+        raise fail(int(tensor_of[j]),
+                   f"access bytes for op {step[j]} must be an integer in 0..2**53, got {nbytes[j]}")
+    first = np.zeros(T + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    over = np.add.reduceat(nbytes.astype(np.float64), first[:-1]) >= MAX_TOTAL
+    if over.any():
+        raise fail(_first(over), "its accesses' bytes add up to over the limit of 2**62")
+    by_tensor = np.lexsort((step, tensor_of))
+    same = ((tensor_of[by_tensor][1:] == tensor_of[by_tensor][:-1])
+            & (step[by_tensor][1:] == step[by_tensor][:-1]))
+    if same.any():
+        j = int(by_tensor[_first(same)])
+        raise fail(int(tensor_of[j]), f"more than one access pair for op {step[j]}")
+
+    if _MISSING in raw_producers:
+        raise fail(raw_producers.index(_MISSING), "'producer' is required (an op index or null)")
+    given = np.fromiter(map(operator.is_not, raw_producers, repeat(None)), np.bool_, T)
+    producer = _int64([p for p in raw_producers if p is not None])
     if producer is not None:
-        if not _is_int(producer) or not 0 <= producer < n_ops:
-            raise InstanceError(f"{label}: producer {producer!r} is not an op index (0..{n_ops - 1}) or null")
-        if producer not in steps:
-            raise InstanceError(f"{label}: producer op {producer} is not among its accesses")
-        if producer != min(steps):
-            raise InstanceError(
-                f"{label}: producer op {producer} must be the smallest op index among its "
-                f"accesses, but op {min(steps)} reads it first (consumer before producer)")
-    return steps, total
+        bad = (producer < 0) | (producer >= n_ops)
+    if producer is None or bad.any():
+        t = next(t for t, p in enumerate(raw_producers)
+                 if p is not None and not (is_int(p) and 0 <= p < n_ops))
+        raise fail(t, f"producer {shown(raw_producers[t])} is not an op index "
+                      f"(0..{n_ops - 1}) or null")
+    first_step = np.minimum.reduceat(step, first[:-1])
+    wrong = np.flatnonzero(given)[producer != first_step[given]]
+    if wrong.size:
+        t = int(wrong[0])
+        p, steps = raw_producers[t], step[first[t]:first[t + 1]].tolist()
+        if p not in steps:
+            raise fail(t, f"producer op {p} is not among its accesses")
+        raise fail(t, f"producer op {p} must be the smallest op index among its accesses, "
+                      f"but op {min(steps)} reads it first (consumer before producer)")
+    return size, is_weight, tensor_of, step, nbytes
 
 
 def _rectify_rank(traffic: np.ndarray, size: np.ndarray) -> np.ndarray:
     """Spec section 6's order: smallest traffic/size first (exact cross products),
-    ties to the larger size, then to the larger tensor index. Returns rank per tensor."""
-    tr = traffic.tolist()
-    sz = size.tolist()
+    ties to the larger size, then to the larger tensor index. Returns rank per tensor.
 
-    def compare(a: int, b: int) -> int:
-        lhs, rhs = tr[a] * sz[b], tr[b] * sz[a]  # Python ints: exact
-        if lhs != rhs:
-            return -1 if lhs < rhs else 1
-        if sz[a] != sz[b]:
-            return -1 if sz[a] > sz[b] else 1
-        return -1 if a > b else 1
+    Sorted by the float ratio (then by the reduced fraction, larger size, larger index);
+    a float ratio is within a few ulps of the exact one, so only runs of neighbours
+    whose ratios are within 1e-12 of each other but not the same fraction can be out of
+    the exact order, and those few runs are sorted again with exact cross products."""
+    T = len(size)
+    index = np.arange(T, dtype=np.int64)
+    ratio = traffic.astype(np.float64) / size.astype(np.float64)
+    g = np.gcd(traffic, size)
+    num, den = traffic // g, size // g
+    order = np.lexsort((-index, -size, den, num, ratio))
+    r, nu, de = ratio[order], num[order], den[order]
+    near = r[1:] - r[:-1] <= 1e-12 * r[1:]
+    exact_tie = (r[1:] == r[:-1]) & (nu[1:] == nu[:-1]) & (de[1:] == de[:-1])
+    suspect = np.flatnonzero(near & ~exact_tie)
+    if suspect.size:
+        run_id = np.concatenate(([0], np.cumsum(~near)))  # runs of near neighbours
+        tr, sz = traffic.tolist(), size.tolist()
 
-    order = sorted(range(len(tr)), key=functools.cmp_to_key(compare))
-    rank = np.empty(len(tr), np.int64)
-    rank[np.array(order, np.int64)] = np.arange(len(tr), dtype=np.int64)
+        def compare(a: int, b: int) -> int:
+            lhs, rhs = tr[a] * sz[b], tr[b] * sz[a]  # Python ints: exact
+            if lhs != rhs:
+                return -1 if lhs < rhs else 1
+            if sz[a] != sz[b]:
+                return -1 if sz[a] > sz[b] else 1
+            return -1 if a > b else 1
+
+        bounds = np.flatnonzero(np.concatenate(([True], ~near, [True])))  # run starts, then T
+        for run in np.unique(run_id[suspect]).tolist():
+            lo, hi = int(bounds[run]), int(bounds[run + 1])
+            order[lo:hi] = sorted(order[lo:hi].tolist(), key=functools.cmp_to_key(compare))
+    rank = np.empty(T, np.int64)
+    rank[order] = index
     return rank

@@ -7,6 +7,7 @@ on first use of the registry, so a new solver is one new module.
 """
 from __future__ import annotations
 
+import memplace.model.core.numba_cache  # noqa: F401  first: Numba's cache folder before any kernel
 import importlib
 import pkgutil
 

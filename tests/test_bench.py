@@ -109,6 +109,7 @@ def test_plan_runs_end_to_end_with_deterministic_solvers_once(batch):
     assert (batch["out"] / "plan.toml").read_text() == batch["plan"].read_text()
     for record in records:
         assert set(record) == set(FIELDS)
+        assert record["code"]["package"]  # which code made it (commit in a checkout)
         assert record["status"] == "feasible" and record["error"] is None
         if record["solver"] == "test-steps":  # one Numba thread per worker
             assert record["notes"] == {"numba_threads": 1}

@@ -4,7 +4,10 @@ from __future__ import annotations
 import copy
 import json
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memplace.model import Instance, InstanceError
 from memplace.model.warmup import tiny_instance_dict
@@ -111,3 +114,39 @@ def test_broken_file_error_names_the_file(tmp_path):
     path.write_text("{not json")
     with pytest.raises(InstanceError, match="not valid JSON"):
         Instance.from_file(path)
+
+
+# ---------------------------------------------------------------------- rectify order
+def _exact_rectify_rank(traffic: list[int], size: list[int]) -> list[int]:
+    """Spec section 6's order by a plain comparison sort with exact cross products."""
+    import functools
+
+    def compare(a: int, b: int) -> int:
+        lhs, rhs = traffic[a] * size[b], traffic[b] * size[a]
+        if lhs != rhs:
+            return -1 if lhs < rhs else 1
+        if size[a] != size[b]:
+            return -1 if size[a] > size[b] else 1
+        return -1 if a > b else 1
+
+    order = sorted(range(len(size)), key=functools.cmp_to_key(compare))
+    rank = [0] * len(size)
+    for position, t in enumerate(order):
+        rank[t] = position
+    return rank
+
+
+_near_2_53 = st.integers(2**53 - 8, 2**53)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.integers(0, 12), st.integers(1, 4)),  # many exact ties
+    st.tuples(st.integers(0, 2**61), st.integers(1, 2**53)),  # anything in range
+    st.tuples(_near_2_53.map(lambda s: 3 * s + 1), _near_2_53),  # ratios within ulps
+), min_size=1, max_size=40))
+def test_vectorised_rectify_order_is_the_exact_order(pairs):
+    from memplace.model.instance import _rectify_rank
+    traffic, size = [t for t, _ in pairs], [s for _, s in pairs]
+    got = _rectify_rank(np.array(traffic, np.int64), np.array(size, np.int64))
+    assert got.tolist() == _exact_rectify_rank(traffic, size)

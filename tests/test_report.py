@@ -34,7 +34,8 @@ def record(inst: Instance, path, solver: str, seed: int, latency: float | None, 
            "trace": trace if ok else [],
            "placement": [inst.level_names[l] for l in placement] if ok else None,
            "offsets": None, "notes": {}, "error": None if ok else "worker killed",
-           "version": "test", "machine": {}, "problem": "static"}
+           "version": "test", "machine": {}, "problem": "static",
+           "code": {"commit": "0" * 40, "dirty": False, "package": "test"}}
     assert set(out) == set(FIELDS)
     return out
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from memplace.bench.cli.values import JOBS
 from memplace.model.core.errors import MemplaceError
 
 
@@ -53,7 +54,7 @@ class Progress:
 @click.command("bench")
 @click.argument("plan_name", metavar="[PLAN]", default="quick")
 @click.option("--out", type=click.Path(file_okay=False), help="output folder [default: results/<plan>/]")
-@click.option("--jobs", type=int, default=None, help="runs at a time (with --dask local: the number of Dask workers) [default: number of cores]")
+@click.option("--jobs", type=JOBS, default=None, help="runs at a time (with --dask local: the number of Dask workers) [default: number of cores]")
 @click.option("--resume", is_flag=True, help="continue the batch in --out: skip recorded runs")
 @click.option("--retry-failed", is_flag=True, help="also redo runs recorded as failed (implies --resume)")
 @click.option("--dask", metavar="ADDRESS|local", help="run on a Dask cluster (`local`: a LocalCluster)")
@@ -66,8 +67,6 @@ def bench_command(plan_name: str, out: str | None, jobs: int | None, resume: boo
     from memplace.bench.store import RunStore
     plan = load_plan(plan_name)
     jobs = jobs or os.cpu_count() or 1
-    if jobs < 1:
-        raise MemplaceError(f"--jobs must be >= 1, got {jobs}")
     store = RunStore(out or default_out(plan))
     batch = pending(plan, store, resume or retry_failed, retry_failed)
     seconds = sum(t.time_limit for t in batch.todo)
@@ -103,6 +102,12 @@ def report_command(runs: str, out: str | None) -> None:
                f"{len(results.solvers)} solvers; wrote {len(written)} files to {folder}")
     for path in written:
         click.echo(f"  {path}")
+    for label, n in results.code_versions().items():
+        click.echo(f"code: {label}: {n} runs")
+    tied = results.tied_instances()
+    if tied:
+        click.echo(f"note: all solvers tie (the {results.problem.baselines['slowest']} reference "
+                   f"aside) on {', '.join(tied)}; nothing there tells them apart")
 
 
 @click.command("validate-results")

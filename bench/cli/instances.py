@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from memplace.bench.cli.values import SEED, count
 from memplace.model.core.errors import MemplaceError
 
 MiB = 1024 * 1024
@@ -59,7 +60,8 @@ def show_command(instance: str) -> None:
     weights = int(inst.size[inst.is_weight == 1].sum())
     activations = int(inst.size[inst.is_weight == 0].sum())
     click.echo(f"instance      {inst.name}")
-    params = " ".join(f"{k}={v}" for k, v in workload.get("params", {}).items())
+    params = workload.get("params")  # provenance, not checked (unknown keys are ignored)
+    params = " ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, dict) else ""
     click.echo(f"workload      {inst.workload_name}  {params}")
     if workload.get("source"):
         click.echo(f"  source      {workload['source']}")
@@ -85,10 +87,10 @@ def show_command(instance: str) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="the instance file to write")
 @click.option("--onnx", "onnx_output", type=click.Path(dir_okay=False),
               help="write the workload as an ONNX graph instead (weights: zeros in OUT.data)")
-@click.option("--batch", type=int, help="rebuild WORKLOAD@HARDWARE with this batch size")
-@click.option("--width", type=int, help="rebuild with this element width in bytes")
-@click.option("--seq-len", type=int, help="rebuild a language model with this sequence length")
-@click.option("--seed", type=int, help="rebuild a synthetic workload with this seed")
+@click.option("--batch", type=count(1 << 20), help="rebuild WORKLOAD@HARDWARE with this batch size")
+@click.option("--width", type=count(1 << 20), help="rebuild with this element width in bytes")
+@click.option("--seq-len", type=count(1 << 20), help="rebuild a language model with this sequence length")
+@click.option("--seed", type=SEED, help="rebuild a synthetic workload with this seed")
 def export_command(instance: str, output: str | None, onnx_output: str | None,
                    batch: int | None, width: int | None, seq_len: int | None,
                    seed: int | None) -> None:
@@ -99,6 +101,7 @@ def export_command(instance: str, output: str | None, onnx_output: str | None,
     With --onnx, INSTANCE may be a bare WORKLOAD name (resnet50, bert-base, ...)."""
     from memplace.instances import build_instance, builtin_names, dumps, load
     from memplace.model import Instance
+    from memplace.model.core.reading import write_atomically
     params = {k: v for k, v in (("batch", batch), ("width", width), ("seq_len", seq_len),
                                 ("seed", seed)) if v is not None}
     if (output is None) == (onnx_output is None):
@@ -114,7 +117,7 @@ def export_command(instance: str, output: str | None, onnx_output: str | None,
         Instance.from_dict(data)  # the same checks as loading
     else:
         data = load(instance).to_dict()
-    Path(output).write_text(dumps(data), encoding="utf-8")
+    write_atomically(output, dumps(data), "instance file")
     click.echo(f"wrote {output} ({data['name']})")
 
 

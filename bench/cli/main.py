@@ -1,6 +1,9 @@
 """The `memplace` command line: one click group; each command module adds its commands.
 
-Errors a user can cause (`MemplaceError`) become one line on stderr and exit status 2.
+Errors a user can cause become one line on stderr and exit status 2, never a
+traceback: a `MemplaceError` from any command, and click's usage errors (an
+option's value out of range, a missing argument, an unknown option), which click
+would print with the whole usage text.
 """
 from __future__ import annotations
 
@@ -30,6 +33,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except MemplaceError as exc:
             click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            click.echo(f"error: {exc.format_message()} (see '{where} --help')", err=True)
             sys.exit(2)
 
 

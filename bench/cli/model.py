@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from memplace.bench.cli.values import count
 from memplace.instances import load as load_instance
 from memplace.model import Solution, validate, warmup
 
@@ -47,21 +48,37 @@ def validate_command(instance: str, solution: str) -> None:
 
 
 @click.command("perf")
-@click.argument("instance")
-@click.option("--population", default=1024, show_default=True, help="placements per batch call")
-@click.option("--moves", default=1_000_000, show_default=True, help="moves timed for the delta")
+@click.argument("instance", required=False)
+@click.option("--population", type=count(1 << 16), default=1024, show_default=True,
+              help="placements per batch call")
+@click.option("--moves", type=count(10**10), default=1_000_000, show_default=True,
+              help="moves timed for the delta (with --scaling: sa moves)")
+@click.option("--scaling", is_flag=True,
+              help="instead of INSTANCE: time loading, each heuristic, sa moves and the MILP "
+                   "build on synth-N@nnpi for each of --sizes, as a Markdown table")
+@click.option("--sizes", default="1000,10000,100000", show_default=True,
+              help="with --scaling: op counts, comma-separated")
+@click.option("--folder", type=click.Path(file_okay=False), default=None,
+              help="with --scaling: where the synthetic instance files are written once "
+                   "(default: a memplace-perf folder in the temporary directory)")
 @click.option("--problem", "problem_name", type=click.Choice(["static", "residency"]), default="static",
               show_default=True, help="which cost model: the static latency or the residency simulator")
-@click.option("--changes", default=2000, show_default=True,
+@click.option("--changes", type=count(10**7), default=2000, show_default=True,
               help="residency: random one-window changes timed (incremental vs full)")
-def perf_command(instance: str, population: int, moves: int, problem_name: str, changes: int) -> None:
-    """Measure the cost model; the last line is machine-readable."""
+def perf_command(instance: str | None, population: int, moves: int, scaling: bool, sizes: str,
+                 folder: str | None, problem_name: str, changes: int) -> None:
+    """Measure the cost model on INSTANCE (the last line is machine-readable), or with
+    --scaling how every step grows with the instance size; --problem residency measures
+    the residency simulator instead."""
+    from memplace.bench.perf import measure
+    if scaling:
+        _perf_scaling(sizes, moves, folder)
+        return
+    if instance is None:
+        raise click.UsageError("give an INSTANCE, or --scaling")
     if problem_name == "residency":
         _perf_residency(instance, changes)
         return
-    from memplace.bench.perf import measure
-    if population < 1 or moves < 1:
-        raise click.BadParameter("--population and --moves must be >= 1")
     inst = load_instance(instance)
     figures = measure(inst, population=population, moves=moves)
     click.echo(f"{inst.name}: {inst.n_ops} ops, {inst.n_tensors} tensors, "
@@ -77,10 +94,35 @@ def perf_command(instance: str, population: int, moves: int, problem_name: str, 
     click.echo(figures.line())
 
 
+def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from memplace.bench.perf import scaling_row, scaling_table, scaling_warmup
+    try:
+        ops = [int(x) for x in sizes.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"--sizes must be comma-separated integers, got {sizes!r}") from None
+    if not ops or min(ops) < 2:
+        raise click.BadParameter(f"--sizes must list op counts >= 2, got {sizes!r}")
+    where = Path(folder) if folder else Path(tempfile.gettempdir()) / "memplace-perf"
+    where.mkdir(parents=True, exist_ok=True)
+    click.echo("warming up (every kernel compiled or loaded from cache once; not timed) ...",
+               err=True)
+    scaling_warmup(where)
+    rows = []
+    for n in ops:
+        click.echo(f"synth-{n}@nnpi ...", err=True)
+        rows.append(scaling_row(n, where, sa_moves=moves))
+    click.echo(scaling_table(rows, sa_moves=moves))
+    click.echo(f"\nSeconds, warm Numba (compile time excluded). Instances synth-N@nnpi from the "
+               f"synthetic generator, files in {where}. Heuristics through solve() (validation "
+               f"included); sa: {moves} moves of the annealing kernel alone; MILP build: "
+               f"formulate + HiGHS model, no solve.")
+
+
 def _perf_residency(instance: str, changes: int) -> None:
     from memplace.bench.perf_residency import measure
-    if changes < 1:
-        raise click.BadParameter("--changes must be >= 1")
     inst = load_instance(instance)
     f = measure(inst, changes=changes)
     click.echo(f"{inst.name}: {inst.n_ops} ops, {inst.n_tensors} tensors, {int(inst.op_ptr[-1])} accesses; "
@@ -103,12 +145,13 @@ def _perf_residency(instance: str, changes: int) -> None:
 @click.command("warmup")
 def warmup_command() -> None:
     """Compile every Numba kernel once (cached on disk for later commands)."""
+    from memplace.model.core.numba_cache import cache_dir
     seconds = warmup()
     from memplace.solvers import registry
     from memplace.solvers.static.warm import warm_solvers
     solvers = warm_solvers()
     click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
-               f"(of {len(registry())})")
+               f"(of {len(registry())}); Numba cache: {cache_dir()}")
 
 
 COMMANDS = [evaluate_command, validate_command, perf_command, warmup_command]

@@ -2,7 +2,6 @@
 the import time of a large generated graph."""
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 import warnings
@@ -12,6 +11,7 @@ from typing import Any
 import click
 
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.reading import read_json
 
 MB = 1e6
 
@@ -32,12 +32,7 @@ def _hardware(value: str) -> str | dict[str, Any]:
     path = Path(value)
     if not value.endswith(".json") and not path.is_file():
         return value
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise MemplaceError(f"cannot read hardware file {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise MemplaceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    data = read_json(path, "hardware file")  # missing, folder, not UTF-8, NaN, deep: one error
     if isinstance(data, dict) and isinstance(data.get("hardware"), dict):
         data = data["hardware"]
     if not isinstance(data, dict):

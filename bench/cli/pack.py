@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from memplace.bench.cli.values import BYTES, SECONDS, count
 from memplace.model.core.errors import MemplaceError
 from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
 from memplace.model.packing.exact import search_workers
@@ -34,11 +35,11 @@ DEFAULT_BENCH_DIR = Path(os.environ.get(
 
 @click.command("pack")
 @click.argument("input_csv", metavar="INPUT.csv", type=click.Path(dir_okay=False))
-@click.option("--capacity", type=int, default=None,
+@click.option("--capacity", type=BYTES, default=None,
               help="Bytes of the address space (an upper limit with --minimize).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the rows with an offset column here (only when packed).")
-@click.option("--time-limit", type=float, default=None, help="Seconds; exit 3 when reached.")
+@click.option("--time-limit", type=SECONDS, default=None, help="Seconds; exit 3 when reached.")
 @click.option("--method", type=click.Choice(sorted(PACKERS)), default="exact", show_default=True)
 @click.option("--minimize", "minimize_", is_flag=True,
               help="Find the lowest height that packs (exact search downward from heuristics).")
@@ -50,10 +51,6 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
     """Give every buffer of INPUT.csv (MiniMalloc CSV) an offset within --capacity."""
     if capacity is None and not minimize_:
         raise MemplaceError("--capacity is required (or use --minimize)")
-    if capacity is not None and capacity <= 0:
-        raise MemplaceError(f"--capacity {capacity} must be positive")
-    if time_limit is not None and time_limit <= 0:
-        raise MemplaceError(f"--time-limit {time_limit} must be positive")
     data = read_buffers(input_csv)
     n = len(data.buffers)
     if minimize_:
@@ -116,9 +113,9 @@ def _heldout_set() -> list[tuple[str, str, list, int, float | None]]:
 @click.option("--dir", "bench_dir", type=click.Path(file_okay=False), default=str(DEFAULT_BENCH_DIR),
               show_default=True, help="Folder of MiniMalloc files named NAME.CAPACITY.csv.")
 @click.option("--method", type=click.Choice(sorted(PACKERS)), default="exact", show_default=True)
-@click.option("--time-limit", type=float, default=60.0, show_default=True,
+@click.option("--time-limit", type=SECONDS, default=60.0, show_default=True,
               help="Seconds per instance.")
-@click.option("--repeat", type=int, default=1, show_default=True,
+@click.option("--repeat", type=count(1000), default=1, show_default=True,
               help="Runs per instance; the table shows the first and the fastest.")
 @click.option("--minimize", "minimize_", is_flag=True,
               help="Find the lowest height instead (ignores --method); the table adds the "

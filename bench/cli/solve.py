@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from memplace.bench.cli.values import SECONDS, SEED
 from memplace.instances import load as load_instance
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.search import DEFAULT_PROBLEM
@@ -22,8 +23,8 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.command("solve")
 @click.argument("instance")
 @click.option("--solver", "solver_name", default="compiler", show_default=True)
-@click.option("--time-limit", type=float, default=60.0, show_default=True, help="seconds, a hard limit")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--time-limit", type=SECONDS, default=60.0, show_default=True, help="seconds, a hard limit")
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="solver parameter (repeatable)")
 @click.option("--problem", "problem_name", default=DEFAULT_PROBLEM, show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the problem's solution file")

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from memplace.model.static.offset_index import index_add, index_fit, new_offset_index
+
 FIRST_FIT = 0
 BEST_FIT = 1
 
@@ -30,51 +32,32 @@ def _round_up(x, a):
 
 @njit(cache=True, nogil=True)
 def place_in_order(order, sizes, lowers, uppers, alignments, capacity, gap_rule):
-    """Offsets for buffers placed in `order` by `gap_rule` (FIRST_FIT or BEST_FIT); -1 = did not fit."""
+    """Offsets for buffers placed in `order` by `gap_rule` (FIRST_FIT or BEST_FIT); -1 = did not fit.
+
+    Gaps are those left by the placed buffers whose lifespans intersect, in offset
+    order; the offset index (`memplace.model.static.offset_index`) finds them in
+    O(log n) plus the buffers to step over, over lifespans renumbered by the rank of
+    their ends (which keeps every intersection), so the whole is O(n log n) where a
+    scan of every placed buffer was O(n^2)."""
     n = sizes.size
     offsets = np.full(n, -1, np.int64)
-    placed = np.empty(n, np.int64)  # placed buffer indices, kept sorted by offset
-    nplaced = 0
-    busy_lo = np.empty(n, np.int64)
-    busy_hi = np.empty(n, np.int64)
+    if n == 0:
+        return offsets
+    points = np.unique(np.concatenate((lowers, uppers)))
+    first = np.searchsorted(points, lowers)  # inclusive steps over ranks
+    last = np.searchsorted(points, uppers) - 1
+    span_lo = first.min()
+    span_hi = last.max()
+    ix = new_offset_index(1, span_hi + 1, n, span_lo, span_hi)
+    best_fit = gap_rule == BEST_FIT
     for k in range(order.size):
         b = order[k]
-        size = sizes[b]
-        a = alignments[b]
-        # occupied address intervals of time-overlapping buffers, in offset order
-        m = 0
-        for j in range(nplaced):
-            p = placed[j]
-            if lowers[p] < uppers[b] and lowers[b] < uppers[p]:
-                busy_lo[m] = offsets[p]
-                busy_hi[m] = offsets[p] + sizes[p]
-                m += 1
-        best = -1
-        best_gap = np.int64(-1)
-        cursor = np.int64(0)
-        for j in range(m + 1):
-            gap_end = capacity if j == m else busy_lo[j]
-            start = _round_up(cursor, a)
-            if start + size <= gap_end:
-                if gap_rule == FIRST_FIT:
-                    best = start
-                    break
-                gap = gap_end - cursor
-                if best < 0 or gap < best_gap:
-                    best = start
-                    best_gap = gap
-            if j < m and busy_hi[j] > cursor:
-                cursor = busy_hi[j]
-        if best < 0:
+        at = index_fit(ix, 0, first[b], last[b], sizes[b], alignments[b], capacity, best_fit,
+                       first, last, offsets, sizes)
+        if at < 0:
             continue
-        offsets[b] = best
-        # insert b into the offset-sorted list of placed buffers
-        pos = nplaced
-        while pos > 0 and offsets[placed[pos - 1]] > best:
-            placed[pos] = placed[pos - 1]
-            pos -= 1
-        placed[pos] = b
-        nplaced += 1
+        offsets[b] = at
+        index_add(ix, 0, b, first[b], last[b], at, sizes[b])
     return offsets
 
 
@@ -88,14 +71,17 @@ def _order_by(primary, secondary):
 
 @njit(cache=True, nogil=True)
 def conflict_counts(lowers, uppers):
-    """For each buffer, how many other buffers' lifespans intersect its own."""
+    """For each buffer, how many other buffers' lifespans intersect its own: all others
+    but those ending at or before its start and those starting at or after its end
+    (two sorted searches per buffer, O(n log n))."""
+    ends = np.sort(uppers)
+    starts = np.sort(lowers)
     n = lowers.size
-    counts = np.zeros(n, np.int64)
+    counts = np.empty(n, np.int64)
     for i in range(n):
-        for j in range(i + 1, n):
-            if lowers[i] < uppers[j] and lowers[j] < uppers[i]:
-                counts[i] += 1
-                counts[j] += 1
+        before = np.searchsorted(ends, lowers[i], side="right")
+        after = n - np.searchsorted(starts, uppers[i], side="left")
+        counts[i] = n - 1 - before - after
     return counts
 
 

@@ -8,13 +8,14 @@ Other columns are kept as they are.
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
+import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.reading import MAX_BYTES, MAX_TOTAL, read_text, shown, write_atomically
 from memplace.model.packing.packers import Buffer
 
 REQUIRED = ("id", "lower", "upper", "size")
@@ -29,63 +30,66 @@ class PackingFile:
     rows: list[dict[str, str]]
 
 
-def _integer(text: str | None, column: str, where: str) -> int:
-    try:
-        return int(str(text).strip())
-    except ValueError:
-        raise MemplaceError(f"{where}: {column} {text!r} is not an integer") from None
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _integer(text: str | None, column: str, where: str, low: int, high: int) -> int:
+    """A decimal integer in low..high (the limits keep every sum of them inside int64)."""
+    value = str(text).strip()
+    if not _INTEGER.fullmatch(value) or len(value) > 20:
+        raise MemplaceError(f"{where}: {column} {shown(text)} is not an integer")
+    number = int(value)
+    if not low <= number <= high:
+        raise MemplaceError(f"{where}: {column} {number} is outside {low}..{high}")
+    return number
 
 
 def read_buffers(path: str | Path) -> PackingFile:
     """Read a MiniMalloc CSV; a malformed row raises MemplaceError naming its line and id."""
     path = Path(path)
+    text = read_text(path, "MiniMalloc CSV file")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    buffers, rows, ids, total = [], [], set(), 0
     try:
-        handle = path.open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise MemplaceError(f"{path}: cannot read ({exc.strerror})") from None
-    with handle:
-        reader = csv.DictReader(handle)
         fieldnames = [f.strip() for f in (reader.fieldnames or [])]
         missing = [c for c in REQUIRED if c not in fieldnames]
         if missing:
             raise MemplaceError(f"{path}: header lacks column(s) {', '.join(missing)} "
                                 f"(need {','.join(REQUIRED)})")
         reader.fieldnames = fieldnames
-        buffers, rows, ids = [], [], set()
         for row in reader:
             where = f"{path} line {reader.line_num}"
             if None in row or any(row[c] is None for c in fieldnames):
                 raise MemplaceError(f"{where}: expected {len(fieldnames)} fields")
-            where += f" (buffer {row['id']!r})"
-            lower = _integer(row["lower"], "lower", where)
-            upper = _integer(row["upper"], "upper", where)
-            size = _integer(row["size"], "size", where)
-            align = _integer(row["alignment"], "alignment", where) if "alignment" in row else 1
+            where += f" (buffer {shown(row['id'])})"
+            lower = _integer(row["lower"], "lower", where, -MAX_BYTES, MAX_BYTES)
+            upper = _integer(row["upper"], "upper", where, -MAX_BYTES, MAX_BYTES)
+            size = _integer(row["size"], "size", where, 0, MAX_BYTES)
+            align = (_integer(row["alignment"], "alignment", where, 1, MAX_BYTES)
+                     if "alignment" in row else 1)
             bid = row["id"].strip()
             if bid in ids:
-                raise MemplaceError(f"{where}: id {bid!r} appears twice")
+                raise MemplaceError(f"{where}: id {shown(bid)} appears twice")
             ids.add(bid)
+            total += size
+            if total >= MAX_TOTAL:
+                raise MemplaceError(f"{where}: the sizes add up to over the limit of 2**62")
             try:
                 buffers.append(Buffer(bid, lower, upper, size, align))
             except MemplaceError as exc:
                 raise MemplaceError(f"{path} line {reader.line_num}: {exc}") from None
             rows.append(row)
+    except csv.Error as exc:
+        raise MemplaceError(f"{path} line {reader.line_num}: not valid CSV ({exc})") from None
     return PackingFile(buffers, fieldnames, rows)
 
 
 def write_solution(path: str | Path, packing: PackingFile, offsets: Sequence[int]) -> None:
     """Write the rows with their `offset` column, atomically (a temp file renamed into place)."""
-    path = Path(path)
     fieldnames = [f for f in packing.fieldnames if f != "offset"] + ["offset"]
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
-            writer = csv.DictWriter(out, fieldnames=fieldnames, lineterminator="\n")
-            writer.writeheader()
-            for row, offset in zip(packing.rows, offsets):
-                writer.writerow({**row, "offset": int(offset)})
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fieldnames, lineterminator="\n")
+    writer.writeheader()
+    for row, offset in zip(packing.rows, offsets):
+        writer.writerow({**row, "offset": int(offset)})
+    write_atomically(path, out.getvalue(), "packing file")

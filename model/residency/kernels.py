@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+_U = np.uint64  # indices cast to unsigned skip Numba's negative-index wraparound
+
 
 @njit(cache=True, nogil=True, inline="always")
 def _save(c, state, ck):
@@ -175,8 +177,8 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
         # 3. run op k; each channel moves copies in its idle time
         memory = 0.0
         busy[:] = 0.0
-        for a in range(sim.op_ptr[k], sim.op_ptr[k + 1]):
-            l = enc.serve[a]
+        for a in range(_U(sim.op_ptr[k]), _U(sim.op_ptr[k + 1])):  # unsigned: no wraparound checks
+            l = _U(enc.serve[a])
             x = sim.access_time[a, l]
             memory += x
             busy[l] += x

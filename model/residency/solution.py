@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from memplace.model.core import reading
 from memplace.model.core.errors import SolutionError
 from memplace.model.instance import Instance
 
@@ -145,23 +146,13 @@ class ResidencySolution:
 
 
 def read_json(path: str | Path) -> Any:
-    """A solution file's JSON, with the errors a user can cause turned into SolutionError."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SolutionError(f"cannot read solution file {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise SolutionError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    """A solution file's JSON, with the errors a user can cause turned into SolutionError
+    (the checks every reader shares: missing, folder, huge, not UTF-8, NaN, deep)."""
+    return reading.read_json(path, "solution file", SolutionError)
 
 
 # ---------------------------------------------------------------------- parsing
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+_is_int, _is_number = reading.is_int, reading.is_number  # a huge integer is not a number
 
 
 def _placement(names: Any, instance: Instance) -> np.ndarray:
@@ -186,8 +177,9 @@ def _offsets(raw: Any, instance: Instance) -> tuple[np.ndarray | None, list[bool
     for t, o in enumerate(raw):
         if o is None:
             continue
-        if not _is_int(o) or o < 0:
-            raise SolutionError(f"{instance.tensor_label(t)}: offset {o!r} is not an integer >= 0 or null")
+        if not _is_int(o) or not 0 <= o <= reading.MAX_BYTES:
+            raise SolutionError(f"{instance.tensor_label(t)}: offset {reading.shown(o)} is not an "
+                                "integer in 0..2**53 or null")
         offsets[t] = o
     return offsets, [o is not None for o in raw]
 
@@ -211,9 +203,9 @@ def _window(w: int, raw: Any, instance: Instance) -> Window:
                                 f"index (0..{instance.n_ops - 1})")
         steps.append(k)
     offset = raw.get("offset")
-    if offset is not None and (not _is_int(offset) or offset < 0):
-        raise SolutionError(f"{label} of {instance.tensor_label(t)}: offset {offset!r} is not an "
-                            "integer >= 0 or null")
+    if offset is not None and (not _is_int(offset) or not 0 <= offset <= reading.MAX_BYTES):
+        raise SolutionError(f"{label} of {instance.tensor_label(t)}: offset {reading.shown(offset)} "
+                            "is not an integer in 0..2**53 or null")
     evict = raw.get("evict")
     if evict is not None:
         if (not isinstance(evict, list) or len(evict) != 2

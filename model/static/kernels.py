@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from memplace.model.static.offset_index import index_add, index_fit, new_offset_index
+
 
 # Indices are cast to unsigned so Numba skips negative-index wraparound in the hot
 # loops (about 2x on BERT-sized instances); every index here is non-negative.
@@ -141,41 +143,29 @@ def rectify_level_kernel(place, load, l, capacity, size, start, end,
 def first_fit_offsets_kernel(order, size, start, end, alignment, capacity, offsets):
     """Place tensors in `order` at the lowest aligned offset that overlaps no placed
     tensor sharing a live step and stays below `capacity`; -1 where none exists.
-    `offsets` must be filled with -1 for every tensor of the level on entry."""
+    `offsets` must be filled with -1 for every tensor of the level on entry.
+    Returns how many were placed. O(n log n) plus the tensors each one must step
+    over (see `offset_index`), not a scan of every placed tensor."""
     m = order.shape[0]
-    placed = np.empty(m, np.int64)
-    n_placed = 0
-    lo = np.empty(m, np.int64)
-    hi = np.empty(m, np.int64)
+    if m == 0:
+        return 0
+    span_lo = start[order[0]]
+    span_hi = end[order[0]]
     for i in range(m):
         t = order[i]
-        # Intervals of placed tensors that share a live step with t.
-        c = 0
-        for j in range(n_placed):
-            u = placed[j]
-            if start[u] <= end[t] and start[t] <= end[u]:
-                lo[c] = offsets[u]
-                hi[c] = offsets[u] + size[u]
-                c += 1
-        # Sort the conflicting intervals by lower end (insertion sort: c is small).
-        for a in range(1, c):
-            x, y = lo[a], hi[a]
-            b = a - 1
-            while b >= 0 and lo[b] > x:
-                lo[b + 1] = lo[b]
-                hi[b + 1] = hi[b]
-                b -= 1
-            lo[b + 1] = x
-            hi[b + 1] = y
-        candidate = 0
-        for a in range(c):
-            if lo[a] >= candidate + size[t]:
-                break
-            if hi[a] > candidate:
-                candidate = ((hi[a] + alignment - 1) // alignment) * alignment
-        if candidate + size[t] <= capacity:
+        if start[t] < span_lo:
+            span_lo = start[t]
+        if end[t] > span_hi:
+            span_hi = end[t]
+    ix = new_offset_index(1, span_hi + 1, size.shape[0], span_lo, span_hi)
+    n_placed = 0
+    for i in range(m):
+        t = order[i]
+        candidate = index_fit(ix, 0, start[t], end[t], size[t], alignment, capacity, False,
+                              start, end, offsets, size)
+        if candidate >= 0:
             offsets[t] = candidate
-            placed[n_placed] = t
+            index_add(ix, 0, t, start[t], end[t], candidate, size[t])
             n_placed += 1
     return n_placed
 

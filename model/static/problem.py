@@ -69,7 +69,8 @@ class StaticProblem:
         """The packer for addressed levels: compiler heuristics, then the exact search with
         a budget of a tenth of the time limit (at most 5 s), then first-fit."""
         from memplace.model.static.offsets import placement_packer
-        return placement_packer(5.0 if time_limit is None else min(5.0, 0.1 * time_limit))
+        budget = 5.0 if time_limit is None else min(5.0, 0.1 * time_limit)
+        return placement_packer(budget, heuristic_budget_s=budget)
 
     def finish(self, instance: Instance, solution: Placed, packer: Packer | None,
                notes: dict[str, Any]) -> tuple[Placed, list[str], bool]:

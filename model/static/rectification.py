@@ -14,7 +14,8 @@ higher keeps its place) and returns int64 offsets with -1 for tensors it could
 not place. The canonical packer is first-fit in decreasing priority; with it,
 all unplaced tensors move down at once (moving them one at a time gives the same
 result, as first-fit never revisits earlier choices). With any other packer they
-move one at a time, smallest traffic/size first, and the level is packed again.
+move one at a time, smallest traffic/size first, and the level is packed again,
+until the packer says it has fallen back to first-fit for good (`first_fit_only`).
 """
 from __future__ import annotations
 
@@ -122,7 +123,11 @@ def _pack_level(i: Instance, place: np.ndarray, load: np.ndarray, offsets: np.nd
             names = ", ".join(i.tensor_label(int(t)) for t in unplaced[:3])
             raise InstanceError(f"level {l} {i.levels[l].name!r} is the last level and addressed, "
                                 f"but {names} cannot be given offsets there")
-        evict = unplaced if packer is None else unplaced[[np.argmin(i.rectify_rank[unplaced])]]
+        # First-fit never revisits a choice, so with it moving all unplaced tensors at
+        # once equals moving them one at a time; a packer that has fallen back to
+        # first-fit for good says so with `first_fit_only`.
+        at_once = packer is None or getattr(packer, "first_fit_only", False)
+        evict = unplaced if at_once else unplaced[[np.argmin(i.rectify_rank[unplaced])]]
         for t in evict:
             place[t] = l + 1
             load[l, i.start[t]:i.end[t] + 1] -= i.size[t]

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,8 @@ from memplace.model.static import kernels
 from memplace.model.static.cost import latency as compute_latency
 from memplace.model.static.cost import load_profile
 from memplace.model.core.errors import SolutionError
-from memplace.model.instance import Instance
+from memplace.model.core.reading import is_int, is_number, read_json, shown, write_atomically
+from memplace.model.instance import MAX_BYTES, Instance
 
 FORMAT = "memplace-solution/1"
 LATENCY_RTOL = 1e-9  # spec section 7: a claim beyond this relative error is rejected
@@ -56,62 +55,61 @@ class Solution:
         """Write atomically: a crash never leaves a half-written solution behind."""
         path = Path(path)
         text = json.dumps(self.to_dict(instance), indent=1)
-        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-        os.replace(tmp, path)
+        write_atomically(path, text + "\n", "solution file", SolutionError)
 
     @classmethod
     def from_dict(cls, data: Any, instance: Instance) -> "Solution":
+        """Check a solution's fields (spec section 7) and build it; a broken field raises
+        SolutionError naming the tensor or field."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise SolutionError(f"solution format must be {FORMAT!r}")
+        T = instance.n_tensors
         names = data.get("placement")
-        if not isinstance(names, list) or len(names) != instance.n_tensors:
-            raise SolutionError(
-                f"placement must list a level name for each of the {instance.n_tensors} tensors")
+        if not isinstance(names, list) or len(names) != T:
+            raise SolutionError(f"placement must list a level name for each of the {T} tensors")
         index = {name: l for l, name in enumerate(instance.level_names)}
-        placement = np.empty(instance.n_tensors, np.int64)
-        for t, name in enumerate(names):
-            if name not in index:
-                raise SolutionError(f"{instance.tensor_label(t)}: unknown level {name!r}")
-            placement[t] = index[name]
-        offsets = None
+        if set(map(type, names)) == {str} and set(names) <= index.keys():
+            placement = np.array([index[name] for name in names], np.int64)
+        else:
+            t = next(t for t, name in enumerate(names) if not (isinstance(name, str) and name in index))
+            raise SolutionError(f"{instance.tensor_label(t)}: unknown level {shown(names[t])}")
+        offsets = offsets_given = None
         raw = data.get("offsets")
         if raw is not None:
-            if not isinstance(raw, list) or len(raw) != instance.n_tensors:
-                raise SolutionError(f"offsets must have one entry for each of the {instance.n_tensors} tensors")
-            offsets = np.full(instance.n_tensors, -1, np.int64)
+            if not isinstance(raw, list) or len(raw) != T:
+                raise SolutionError(f"offsets must have one entry for each of the {T} tensors")
             for t, o in enumerate(raw):
-                if o is None:
-                    continue
-                if not isinstance(o, int) or isinstance(o, bool):
-                    raise SolutionError(f"{instance.tensor_label(t)}: offset {o!r} is not an integer or null")
-                offsets[t] = o
+                if o is not None and not (is_int(o) and 0 <= o <= MAX_BYTES):
+                    raise SolutionError(f"{instance.tensor_label(t)}: offset {shown(o)} is not an "
+                                        "integer in 0..2**53 or null")
+            offsets = np.array([-1 if o is None else o for o in raw], np.int64)
             offsets_given = [o is not None for o in raw]
-        else:
-            offsets_given = None
         lat = data.get("latency")
-        if not isinstance(lat, (int, float)) or isinstance(lat, bool) or not math.isfinite(lat):
-            raise SolutionError(f"latency must be a number, got {lat!r}")
+        if not is_number(lat) or lat < 0:
+            raise SolutionError(f"latency must be a number >= 0 (seconds), got {shown(lat)}")
         bound = data.get("lower_bound")
-        if bound is not None and (not isinstance(bound, (int, float)) or isinstance(bound, bool)):
-            raise SolutionError(f"lower_bound must be a number, got {bound!r}")
+        if bound is not None and not is_number(bound):
+            raise SolutionError(f"lower_bound must be a number or null, got {shown(bound)}")
         status = data.get("status", "feasible")
         if status not in ("optimal", "feasible"):
-            raise SolutionError(f"status must be 'optimal' or 'feasible', got {status!r}")
-        return cls(str(data.get("instance", "")), placement, offsets, float(lat),
-                   None if bound is None else float(bound), status, data.get("solver") or {},
-                   offsets_given)
+            raise SolutionError(f"status must be 'optimal' or 'feasible', got {shown(status)}")
+        name = data.get("instance", "")
+        if not isinstance(name, str):
+            raise SolutionError(f"instance must be the instance's name (a string), got {shown(name)}")
+        solver = data.get("solver") or {}
+        if not isinstance(solver, dict):
+            raise SolutionError(f"solver must be an object, got {shown(solver)}")
+        return cls(name, placement, offsets, float(lat), None if bound is None else float(bound),
+                   status, solver, offsets_given)
 
     @classmethod
     def read(cls, path: str | Path, instance: Instance) -> "Solution":
+        """Read and check a solution file; any problem raises SolutionError naming the file."""
+        data = read_json(path, "solution file", SolutionError)
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise SolutionError(f"cannot read solution file {path}: {exc.strerror}") from None
-        except json.JSONDecodeError as exc:
-            raise SolutionError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        return cls.from_dict(data, instance)
+            return cls.from_dict(data, instance)
+        except SolutionError as exc:
+            raise SolutionError(f"solution file {path}: {exc}") from None
 
 
 @dataclass

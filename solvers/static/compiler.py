@@ -44,10 +44,11 @@ register("compiler", f"the compiler-style default speedups are measured against 
                   "noise": Param(0.5, float, 0.0, doc="sigma of the log-normal noise on the scores")})
 def solve_random_greedy(ctx: SearchContext, samples: int, noise: float) -> None:
     inst = ctx.instance
+    base = xla_score(inst)  # the same every sample: computed once
     for _ in range(samples):
         if ctx.should_stop():
             break
-        score = xla_score(inst) * np.exp(noise * ctx.rng.standard_normal(inst.n_tensors))
+        score = base * np.exp(noise * ctx.rng.standard_normal(inst.n_tensors))
         place, offsets = greedy_fill(inst, _descending(score))
         ctx.count(1)
         ctx.offer(place, offsets=offsets if inst.has_addressed_levels else None)

@@ -141,6 +141,24 @@ def clique_steps(start: np.ndarray, end: np.ndarray, n_ops: int) -> np.ndarray:
     return np.array(steps, np.int64)
 
 
+def clique_members(tensors: np.ndarray, start: np.ndarray, end: np.ndarray,
+                   steps: np.ndarray) -> list[np.ndarray]:
+    """For each of the (increasing) `steps`, the `tensors` live there, in their given
+    order. Each tensor's steps form a run found by two sorted searches, so this is
+    O(n log n + output) where testing every tensor at every step was O(n x steps)
+    (64 s of a 100k-op build)."""
+    first = np.searchsorted(steps, start, side="left")
+    last = np.searchsorted(steps, end, side="right")
+    counts = np.maximum(last - first, 0)
+    owner = np.repeat(np.arange(tensors.size), counts)
+    clique = np.repeat(first, counts) + (np.arange(owner.size)
+                                         - np.repeat(np.cumsum(counts) - counts, counts))
+    order = np.argsort(clique, kind="stable")  # stable: the given order inside a clique
+    bounds = np.searchsorted(clique[order], np.arange(steps.size + 1))
+    members = tensors[owner[order]]
+    return [members[bounds[i]:bounds[i + 1]] for i in range(steps.size)]
+
+
 def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation:
     """Build the reduced MILP (see the module docstring); `capacity` replaces the
     instance's capacities (the milp solver shrinks addressed levels with it)."""
@@ -267,7 +285,7 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     # Capacity rows over the maximal cliques of the activations that have columns.
     free_acts = free[inst.is_weight[free] == 0]
     steps = clique_steps(inst.start[free_acts], inst.end[free_acts], n)
-    cliques = [free_acts[(inst.start[free_acts] <= k) & (inst.end[free_acts] >= k)] for k in steps]
+    cliques = clique_members(free_acts, inst.start[free_acts], inst.end[free_acts], steps)
     n_cap = 0
     for l in range(L - 1):
         cap = int(capacity[l])

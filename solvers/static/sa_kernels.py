@@ -4,8 +4,9 @@ Capacity bookkeeping keeps the two kinds of tensors apart (spec section 3):
 
 - weights are live at every step, so level l holds `weight_bytes[l]` at every step;
 - activations live a few steps, so `act_load[l, k]` is kept per step, with a
-  max segment tree over steps (`tree_max`, `tree_add`: range add, no push-down)
-  whose root `tree_max[l, 1]` is the activation peak of level l.
+  max segment tree over steps (`tree_max`, `tree_add`, the layout of
+  `memplace.model.static.load_tree`) whose root `tree_max[l, 1]` is the activation
+  peak of level l.
 
 The load of level l at step k is `weight_bytes[l] + act_load[l, k]`; the level fits
 when `weight_bytes[l] + tree_max[l, 1] <= capacity[l]`. Moving a weight is O(1),
@@ -22,49 +23,8 @@ import numpy as np
 from numba import njit
 
 from memplace.model.static.kernels import move_delta_kernel
-
-
-def tree_leaves(n_ops: int) -> int:
-    """Leaves of the per-level segment tree: the smallest power of two >= n_ops."""
-    p = 1
-    while p < n_ops:
-        p *= 2
-    return p
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _tree_apply(tree_max, tree_add, l, p, v):
-    tree_max[l, p] += v
-    tree_add[l, p] += v
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _tree_rebuild(tree_max, tree_add, l, p):
-    while p > 1:
-        p >>= 1
-        a = tree_max[l, 2 * p]
-        b = tree_max[l, 2 * p + 1]
-        tree_max[l, p] = (a if a > b else b) + tree_add[l, p]
-
-
-@njit(cache=True, nogil=True)
-def _tree_range_add(tree_max, tree_add, leaves, l, lo, hi, v):
-    """Add v to steps lo..hi (inclusive) of level l's tree."""
-    a = lo + leaves
-    b = hi + leaves + 1
-    a0 = a
-    b0 = b - 1
-    while a < b:
-        if a & 1:
-            _tree_apply(tree_max, tree_add, l, a, v)
-            a += 1
-        if b & 1:
-            b -= 1
-            _tree_apply(tree_max, tree_add, l, b, v)
-        a >>= 1
-        b >>= 1
-    _tree_rebuild(tree_max, tree_add, l, a0)
-    _tree_rebuild(tree_max, tree_add, l, b0)
+from memplace.model.static.load_tree import tree_leaves  # noqa: F401  (re-exported for sa.py)
+from memplace.model.static.load_tree import tree_range_add as _tree_range_add
 
 
 @njit(cache=True, nogil=True)

@@ -1,0 +1,69 @@
+"""Where Numba keeps the compiled kernels (`cache=True`): a user cache folder, never
+the installed package.
+
+Left alone, Numba writes its cache files next to the source, inside
+site-packages for a non-editable install. `pip install -e` later removes only the
+files pip recorded, so those cache folders stayed behind and the leftover
+`site-packages/memplace/model/` shadowed the editable install as a namespace
+package. Importing this module (the first thing `memplace.model`,
+`memplace.solvers` and `memplace.bench` do, so every entry point goes through it
+before any kernel is decorated) points Numba at, in order of preference:
+
+1. `NUMBA_CACHE_DIR` when the user set it (respected as given);
+2. `platformdirs.user_cache_dir("memplace")/numba` (`~/.cache/memplace/numba` on Linux);
+3. `<tempdir>/memplace-numba-<user>` when the user cache folder cannot be written.
+
+Numba reads `NUMBA_CACHE_DIR` when it is imported; if it was imported before
+memplace, its configuration is reloaded here. Worker processes inherit the
+variable from the environment.
+"""
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ENV = "NUMBA_CACHE_DIR"
+
+
+def _writable(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def _default_dir() -> Path:
+    import platformdirs
+    user = Path(platformdirs.user_cache_dir("memplace")) / "numba"
+    if _writable(user):
+        return user
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid (e.g. a bare container)
+        who = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"memplace-numba-{who}"
+
+
+def configure() -> Path:
+    """Set `NUMBA_CACHE_DIR` (unless the user did) and return the folder Numba caches in."""
+    explicit = os.environ.get(ENV)
+    if explicit:
+        path = Path(explicit)
+    else:
+        path = _default_dir()
+        os.environ[ENV] = str(path)
+    if "numba.core.config" in sys.modules:  # numba came first: make it read the variable again
+        sys.modules["numba.core.config"].reload_config()
+    return path
+
+
+def cache_dir() -> Path:
+    """The folder Numba caches compiled kernels in (as configured on import)."""
+    return Path(os.environ.get(ENV) or configure())
+
+
+configure()

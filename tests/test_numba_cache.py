@@ -1,0 +1,58 @@
+"""Numba's cache lives in a user folder, never inside the installed package (a leftover
+cache folder in site-packages once shadowed the editable install of the README's
+second command); every way in (library, CLI) sets it before a kernel is compiled."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str, **env: str | None) -> str:
+    environ = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    environ.update({k: v for k, v in env.items() if v is not None})
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip()
+
+
+def test_library_import_points_numba_at_the_user_cache_folder(tmp_path):
+    printed = _python("import memplace.model, numba; print(numba.config.CACHE_DIR)",
+                      XDG_CACHE_HOME=str(tmp_path))
+    assert printed == str(tmp_path / "memplace" / "numba")
+    assert (tmp_path / "memplace" / "numba").is_dir()
+
+
+def test_numba_imported_first_still_caches_in_the_user_folder(tmp_path):
+    code = ("import numba\nimport memplace.bench.perf\n"
+            "print(numba.config.CACHE_DIR)")
+    assert _python(code, XDG_CACHE_HOME=str(tmp_path)) == str(tmp_path / "memplace" / "numba")
+
+
+def test_an_explicit_numba_cache_dir_is_respected(tmp_path):
+    mine = tmp_path / "mine"
+    printed = _python("import memplace.solvers, numba; print(numba.config.CACHE_DIR)",
+                      XDG_CACHE_HOME=str(tmp_path / "xdg"), NUMBA_CACHE_DIR=str(mine))
+    assert printed == str(mine)
+
+
+def test_an_unwritable_user_folder_falls_back_to_the_temp_folder(tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would go")
+    printed = _python("import memplace.model, numba; print(numba.config.CACHE_DIR)",
+                      XDG_CACHE_HOME=str(blocked), TMPDIR=str(tmp_path))
+    assert printed.startswith(str(tmp_path / "memplace-numba-"))
+
+
+def test_compiled_kernels_land_in_the_cache_folder_not_the_package(tmp_path):
+    import memplace.model.static as package
+    in_package = set(Path(package.__file__).parent.rglob("*.nbi"))  # stale ones of old checkouts
+    code = ("import numpy as np\n"
+            "from memplace.model.static.kernels import capacity_ok_kernel\n"
+            "print(capacity_ok_kernel(np.zeros((1, 2), np.int64), np.ones(1, np.int64)))")
+    assert _python(code, XDG_CACHE_HOME=str(tmp_path)) == "True"
+    assert list((tmp_path / "memplace" / "numba").rglob("*capacity_ok_kernel*.nbi"))
+    assert set(Path(package.__file__).parent.rglob("*.nbi")) == in_package
