@@ -17,6 +17,7 @@ from memplace.bench.task import Task
 from memplace.bench.worker import run
 from memplace.instances import load, residency_names
 from memplace.model.residency import ResidencySolution, validate
+from memplace.solvers import registry
 
 SMALL = "mobilenetv2@edge-npu"  # addressed SRAM; msa makes windows there
 
@@ -64,7 +65,9 @@ def test_solvers_list_shows_one_problem(runner):
     result = runner.invoke(main, ["solvers", "list", "--problem", "residency"])
     assert result.exit_code == 0, result.output
     names = [line.split()[0] for line in result.output.splitlines() if not line.startswith(" ")]
-    assert names == ["all-slowest", "compiler", "msa"]
+    assert names == sorted(registry("residency"))  # every residency solver, nothing else
+    assert {"all-slowest", "compiler", "msa", "beam", "mcts"} <= set(names)
+    assert "milp" not in names and "random-greedy" not in names  # static solvers
     result = runner.invoke(main, ["solvers", "list", "--problem", "dynamic"])
     assert result.exit_code == 2 and "dynamic" in result.output
 
