@@ -135,6 +135,7 @@ _FIELD_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "version": (lambda v: isinstance(v, str), "a string"),
     "machine": (lambda v: isinstance(v, dict), "an object"),
     "problem": (lambda v: isinstance(v, str), "a problem's name (a string)"),
+    "code": (lambda v: isinstance(v, dict), "an object (commit, dirty, package)"),
 }
 
 

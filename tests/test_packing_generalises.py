@@ -159,6 +159,37 @@ def test_restarts_on_random_rankings_agree_with_exhaustive_search(buffers, capac
         assert (offsets == -1).all()
 
 
+@st.composite
+def crowded_instances(draw):
+    """Small instances whose lifespans share few time points, so at the optimum height
+    runs of sections without slack on one floor are common (what the tiling test prunes)."""
+    n = draw(st.integers(2, 7))
+    out = []
+    for i in range(n):
+        lower = draw(st.integers(0, 3))
+        upper = draw(st.integers(lower + 1, 5))
+        out.append(Buffer(f"t{i}", lower, upper, draw(st.integers(1, 4)),
+                          draw(st.sampled_from((1, 1, 2)))))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded_instances(), st.sampled_from([-1, 0, 0, 1]))
+def test_search_at_and_just_under_the_optimum_agrees_with_exhaustive_search(buffers, delta):
+    """At the optimum height sections are tight; one unit under it none packs. The tiling
+    prune must never cut the only packing, nor the search claim one that is not there."""
+    optimum = drop_order_optimum(buffers)
+    capacity = optimum + delta
+    sizes = np.array([b.size for b in buffers], np.int64)
+    lowers = np.array([b.lower for b in buffers], np.int64)
+    uppers = np.array([b.upper for b in buffers], np.int64)
+    aligns = np.array([b.alignment for b in buffers], np.int64)
+    status, offsets, _ = exact.exact_offsets(sizes, lowers, uppers, aligns, capacity)
+    assert status == (exact.PACKED if delta >= 0 else exact.INFEASIBLE)
+    if status == exact.PACKED:
+        assert overlaps(buffers, list(offsets), capacity) == []
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_instances(max_buffers=6, alignments=(1, 2)))
 def test_minimize_equals_the_exhaustive_optimum(buffers):

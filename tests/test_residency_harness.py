@@ -66,7 +66,7 @@ def test_solvers_list_shows_one_problem(runner):
     assert result.exit_code == 0, result.output
     names = [line.split()[0] for line in result.output.splitlines() if not line.startswith(" ")]
     assert names == sorted(registry("residency"))  # every residency solver, nothing else
-    assert {"all-slowest", "compiler", "msa", "beam", "mcts"} <= set(names)
+    assert {"all-slowest", "bound", "compiler", "msa", "beam", "mcts"} <= set(names)
     assert "milp" not in names and "random-greedy" not in names  # static solvers
     result = runner.invoke(main, ["solvers", "list", "--problem", "dynamic"])
     assert result.exit_code == 2 and "dynamic" in result.output

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "memplace.bench.cli.residency",
     "memplace.bench.cli.envs",
     "memplace.bench.cli.onnx_import",
+    "memplace.bench.cli.bound",
 )
 
 

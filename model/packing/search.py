@@ -19,6 +19,14 @@ watermark this is strong: choosing a buffer that is not among the lowest
 wastes the space below it in every other section, fatal at once where a
 section has no slack.
 
+Tiling. In a tight section (floor plus unplaced sizes equals the capacity) some
+buffer must start exactly on the floor; across a run of tight sections on one
+floor those buffers tile the run with neither gap nor overlap. When no set of
+unplaced buffers that can start there tiles the run, the node is dead. This
+catches, right after the placement that caused it, a dead end that otherwise
+surfaces only many placements later (elsewhere on the time axis), after
+chronological backtracking over unrelated choices.
+
 Dominance. A buffer placed at or above the top that some unplaced buffer of
 the scope would have at its lowest start leaves, under that buffer, a hole it
 could drop into: every packing below such a node can be lowered, so the node
@@ -148,6 +156,53 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
                 if lowest + rem <= capacity:
                     break
         if lowest + rem > capacity:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo, shi, placed,
+                maxfloor, floor, remaining, capacity, threshold, reach):
+    """True when a run of *tight* sections (no slack: floor plus the unplaced sizes is the
+    capacity) on one floor f cannot be tiled at f.
+
+    In a tight section the byte at its floor must be covered, so some unplaced buffer
+    starts exactly at f there; it can only if its lowest start is at most f, f is
+    aligned for it and (canonical order) its key (f, rank) is above `threshold`, the
+    last placement's. In a run of tight sections on the same floor these buffers meet
+    neither overlap nor gap, so their lifespans (clipped to the run) tile the run end to
+    end: a reachability walk over the run's section boundaries decides whether any
+    tiling exists. Twins and stranding are ignored (a weaker, still sound test).
+    `reach` holds a flag per boundary (scratch)."""
+    n = sizes.size
+    s = slo
+    while s < shi:
+        if remaining[s] == 0 or floor[s] + remaining[s] != capacity:
+            s += 1
+            continue
+        f = floor[s]
+        a = s
+        while s < shi and remaining[s] > 0 and floor[s] == f and \
+                f + remaining[s] == capacity:
+            s += 1
+        b = s
+        if b - a < 2:
+            continue  # one section: the section bound already asks for a buffer at f
+        for t in range(a, b + 1):
+            reach[t] = 0
+        reach[a] = 1
+        for t in range(a, b):
+            if reach[t] == 0:
+                continue
+            for k in range(sec_ptr[t], sec_ptr[t + 1]):
+                c = sec_members[k]
+                if placed[c] or (sec_lo[c] != t and t != a):
+                    continue
+                if f % alignments[c] != 0 or maxfloor[c] > f or f + sizes[c] > capacity \
+                        or f * n + c <= threshold:
+                    continue
+                reach[min(sec_hi[c], b)] = 1
+        if reach[b] == 0:
             return True
     return False
 
@@ -307,6 +362,7 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     comp_hi = np.empty(nsec + 1, np.int64)
     comp_slack = np.empty(nsec + 1, np.int64)
     lift = np.zeros(n, np.int64)
+    reach = np.zeros(nsec + 1, np.int64)
     stamp = np.full(n, -1, np.int64)
     zkey1 = np.empty(n, np.uint64)
     zkey2 = np.empty(n, np.uint64)
@@ -479,7 +535,10 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 mt += 1
         mf_top[depth + 1] = mt
         if _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed,
-                 maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes):
+                 maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes) \
+                or _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo,
+                               shi, placed, maxfloor, floor, remaining, capacity, best_key,
+                               reach):
             zob1 ^= zkey1[b]
             zob2 ^= zkey2[b]
             _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,

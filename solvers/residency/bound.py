@@ -1,0 +1,285 @@
+"""`bound`: the residency relaxation (`relaxation.py`) on HiGHS, its windows as an incumbent.
+
+The MILP's optimum, or the dual bound HiGHS has proven when the time limit stops it, is
+a lower bound on the residency optimum (the argument is in `relaxation.py`). Two models
+are solved in turn: first without the start binaries of prefetch windows (a third of
+the time; quick, and often already tight), then with them (exact occupancies: a
+stronger bound and windows that keep the capacity); the bound is the larger of the two
+and of the model's closed-form bounds (`model/residency/bounds.py`). Models of more than
+`MAX_COLUMNS` columns (synth-10000) are not built.
+
+Each integral point names homes, the level serving every access and where copies move;
+`windows_of` turns it into windows (runs of accesses served by one window, a prefetch
+started where the model starts it, a defining window evicted as the model evicts it),
+`repair` drops windows until the solution validates (capacity, and offsets by the
+packing library's best-fit on addressed levels, where a home without one moves a level
+down), and the simulator gives its latency. The solver also offers the static compiler
+placement and `msa`'s solution, so it is never worse than either; it reports `optimal`
+only when its best solution is within `gap` of the bound.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memplace.model import Instance
+from memplace.model.packing.heuristics import heuristic_offsets
+from memplace.model.residency import ResidencySolution, Window, simulate, violations
+from memplace.model.residency.bounds import lower_bound
+from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.residency.msa import _static, msa_solution
+from memplace.solvers.residency.relaxation import (BOUND_MARGIN, Relaxation, tensor_accesses,
+                                                   estimated_columns, formulate, solve_relaxation)
+
+ON = 0.5  # a binary is 1 above this
+MAX_COLUMNS = 3_000_000  # larger models are not built: the closed-form bounds stand
+MOVED = 1e-6  # a share above this has started to move
+
+
+def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[Window]]:
+    """Homes and windows read from an integral point of the relaxation (offsets unset)."""
+    inst = model.instance
+    T, L = inst.n_tensors, inst.n_levels
+    homes = np.full(T, L - 1, np.int64)
+    for t in range(T):
+        cols = [(values[c], l) for l, c in enumerate(model.x[t]) if c >= 0]
+        homes[t] = max(cols)[1]
+    windows: list[Window] = []
+    for t in range(T):
+        h = int(homes[t])
+        acc = tensor_accesses(inst, t)
+        p = inst.tensors[t]["producer"]
+        p = -1 if p is None else int(p)
+        served = []  # window level of each access, -1 = home
+        for (k, _, a) in acc:
+            level = -1
+            for l in range(h):
+                col = model.s.get((a, l))
+                if col is not None and values[col] > ON:
+                    level = l
+            served.append(level)
+        # runs of accesses served by one window (a new prefetch breaks a run)
+        runs: list[list[int]] = []  # [level, first access index, last access index]
+        for i, level in enumerate(served):
+            if level < 0:
+                continue
+            fresh = (t, level, h, i) in model.prefetch and \
+                values[model.prefetch[t, level, h, i][-1]] > ON
+            if runs and runs[-1][0] == level and runs[-1][2] == i - 1 and not fresh:
+                runs[-1][2] = i
+            else:
+                runs.append([level, i, i])
+        cursor, valid = int(inst.start[t]), (0 if p < 0 else p + 1)
+        for r, (level, i0, i1) in enumerate(runs):
+            first, last = acc[i0][0], acc[i1][0]
+            if p >= 0 and i0 == 0:  # the defining window
+                after = i1 + 1 < len(acc)
+                if not after:
+                    windows.append(Window(t, level, p, p, last))
+                    cursor, valid = last + 1, int(inst.end[t]) + 1
+                    continue
+                k_next = acc[i1 + 1][0]
+                cols = model.evict.get((t, h), [])
+                issue = next((p + 1 + m for m, c in enumerate(cols) if values[c] > MOVED), p + 1)
+                done = next((p + 1 + m for m, c in enumerate(cols) if values[c] > 1 - MOVED), k_next - 1)
+                due = min(k_next, done + 1)
+                issue = min(max(issue, p + 1), due - 1)
+                if due < p + 2 or issue < p + 1:
+                    continue  # cannot evict in time: the write goes to the home
+                windows.append(Window(t, level, p, p, last, evict=(issue, due)))
+                cursor, valid = max(last, due - 1) + 1, due
+                continue
+            cols = model.starts.get((t, level, i0))  # binary start indicators, if modelled
+            moved = ON
+            if cols is None:
+                cols, moved = model.prefetch.get((t, level, h, i0), []), MOVED
+            lo = int(model.lo[t])
+            start = next((lo + m for m, c in enumerate(cols) if values[c] > moved), first - 1)
+            start = max(start, cursor, valid)
+            if start >= first:
+                continue  # no room for the copy: served by the home
+            windows.append(Window(t, level, start, first, last))
+            cursor = last + 1
+    return homes, windows
+
+
+def _offsets(inst: Instance, homes: np.ndarray, windows: list[Window]
+             ) -> tuple[np.ndarray | None, list[Window], list[int]]:
+    """Best-fit offsets on every addressed level for homes and windows; returns the
+    offsets, the windows with theirs, and the indices of windows that got none (-1 for
+    a home that got none)."""
+    if not inst.has_addressed_levels:
+        return None, windows, []
+    offsets = np.full(inst.n_tensors, -1, np.int64)
+    out = list(windows)
+    failed: list[int] = []
+    for l in np.flatnonzero(inst.addressed).tolist():
+        tensors = np.flatnonzero(homes == l)
+        wins = [w for w, win in enumerate(windows) if win.level == l]
+        sizes = np.array([inst.size[t] for t in tensors] + [inst.size[windows[w].tensor] for w in wins],
+                         np.int64)
+        lows = np.array([inst.start[t] for t in tensors] + [windows[w].start for w in wins], np.int64)
+        ups = np.array([inst.end[t] + 1 for t in tensors] + [windows[w].hold + 1 for w in wins], np.int64)
+        if sizes.size == 0:
+            continue
+        aligns = np.full(sizes.size, int(inst.alignment[l]), np.int64)
+        got = heuristic_offsets(sizes, lows, ups, aligns, np.int64(inst.capacity[l]), 0)
+        for m, t in enumerate(tensors.tolist()):
+            offsets[t] = got[m]
+            if got[m] < 0:
+                failed.append(-1)
+        for m, w in enumerate(wins):
+            o = int(got[tensors.size + m])
+            if o < 0:
+                failed.append(w)
+            else:
+                out[w] = Window(out[w].tensor, l, out[w].start, out[w].first, out[w].last,
+                                offset=o, evict=out[w].evict)
+    return offsets, out, failed
+
+
+def repair(inst: Instance, homes: np.ndarray, windows: list[Window]) -> ResidencySolution | None:
+    """A valid solution from homes and windows: windows named by a violation, or the
+    one with the least traffic per byte at an over-full step, are dropped until it
+    validates (a home that gets no offset on an addressed level moves one level down);
+    None if even the homes alone are not valid."""
+    windows = list(windows)
+    traffic = inst.traffic / inst.size
+    while True:
+        offsets, placed, failed = _offsets(inst, homes, windows)
+        if -1 in failed:  # a home without an offset moves one level down, as rectify does
+            homes = homes.copy()
+            for t in np.flatnonzero((offsets < 0) & inst.addressed[homes]).tolist():
+                homes[t] += 1
+            windows = [win for win in windows if win.level < homes[win.tensor]]
+            continue
+        if failed:
+            drop = set(failed)
+            windows = [win for w, win in enumerate(windows) if w not in drop]
+            continue
+        sol = ResidencySolution(inst.name, homes, offsets, tuple(placed))
+        broken = violations(inst, sol)
+        if not broken:
+            sol.latency = simulate(inst, sol)
+            return sol
+        if not windows:
+            return None
+        named = [v.window for v in broken if v.window >= 0]
+        if named:
+            drop = set(named)
+        else:
+            cap = next((v for v in broken if v.rule == "capacity"), None)
+            if cap is None:
+                return None
+            at = [w for w, win in enumerate(windows)
+                  if win.level == cap.level and win.start <= cap.op <= win.hold]
+            if not at:
+                return None
+            drop = {min(at, key=lambda w: traffic[windows[w].tensor])}
+        windows = [win for w, win in enumerate(windows) if w not in drop]
+
+
+PARAMS = {
+    "gap": Param(1e-4, float, low=0.0, high=1.0,
+                 doc="relative gap at which HiGHS stops, and within which the best incumbent "
+                     "counts as optimal"),
+    "threads": Param(1, int, low=1, high=64, doc="HiGHS threads"),
+    "seeds": Param(True, bool, doc="also offer msa's solution (the static compiler placement "
+                                    "is always offered)"),
+}
+
+
+@dataclass
+class BoundResult:
+    """The bound (seconds), the best valid solution offered, and whether it is proven."""
+
+    bound: float
+    solution: ResidencySolution
+    optimal: bool
+    incumbent: ResidencySolution | None  # the relaxation's own windows, repaired (None if none)
+    notes: dict = field(default_factory=dict)
+
+
+def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: float = 1e-4,
+                        threads: int = 1, seed: int = 0, seeds: bool = True,
+                        should_stop=None, on_solution=None, on_bound=None) -> BoundResult:
+    """Solve the relaxation, decode and repair its windows, and keep the best of them,
+    the static compiler placement and (with `seeds`) msa's solution. `on_solution(sol)`
+    sees every valid solution as it is found, `on_bound(seconds)` every bound proven."""
+    def found(sol: ResidencySolution) -> None:
+        if on_solution is not None:
+            on_solution(sol)
+
+    began = time.perf_counter()
+    place, offsets = _static(inst, "compiler")
+    best = ResidencySolution(inst.name, place, offsets)
+    best.latency = simulate(inst, best)
+    found(best)
+    if seeds:
+        sol, _ = msa_solution(inst)
+        found(sol)
+        if sol.latency < best.latency:
+            best = sol
+    notes: dict = {}
+    bound = lower_bound(inst)  # the model's closed-form bounds (model/residency/bounds.py)
+    if on_bound is not None:
+        on_bound(bound)
+    incumbent = None
+    # Two models: without start binaries (fast), then with them (exact occupancies, a
+    # stronger bound and windows that keep the capacity); the bound is the larger one.
+    phases = ((False, 1 / 3), (True, 1.0))
+    if estimated_columns(inst) > MAX_COLUMNS:
+        phases = ()
+        notes["model"] = f"not built: about {estimated_columns(inst)} columns > {MAX_COLUMNS}"
+    for phase, (starts, share) in enumerate(phases):
+        left = None if time_limit is None else time_limit - (time.perf_counter() - began)
+        if left is not None and left <= 0.05:
+            break
+        model = formulate(inst, binary_starts=starts)
+        limit = None if left is None else max(0.05, left * share)
+        out = solve_relaxation(model, limit, gap=gap, threads=threads, seed=seed,
+                               should_stop=should_stop)
+        bound = max(bound, out.bound)
+        if on_bound is not None:
+            on_bound(bound)
+        notes[f"phase{phase}"] = {"model": model.stats, "highs_status": out.status,
+                                  "nodes": out.nodes, "highs_s": round(out.seconds, 3),
+                                  "bound": out.bound}
+        if out.values is not None:
+            homes, windows = windows_of(model, out.values)
+            sol = repair(inst, homes, windows)
+            if sol is not None:
+                found(sol)
+            if sol is not None and (incumbent is None or sol.latency < incumbent.latency):
+                incumbent = sol
+                notes["incumbent_windows"] = len(sol.windows)
+        if incumbent is not None and incumbent.latency < best.latency:
+            best = incumbent
+        if best.latency <= bound * (1 + gap) / (1 - BOUND_MARGIN):
+            break  # proven
+        if should_stop is not None and should_stop():
+            break
+    optimal = best.latency <= bound * (1 + gap) / (1 - BOUND_MARGIN)
+    return BoundResult(bound, best, optimal, incumbent, notes)
+
+
+@register("bound", "MILP relaxation of the simulator on HiGHS: a proven lower bound (homes, "
+          "serving levels, copy bytes on idle channel time, capacity); its windows, "
+          "repaired and simulated, are an incumbent", params=PARAMS, deterministic=True,
+          problem="residency")
+def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> None:
+    def offer(sol: ResidencySolution) -> None:
+        ctx.count(1)
+        ctx.offer(sol, sol.latency)
+
+    def bound(value: float) -> None:
+        ctx.lower_bound = value
+
+    limit = None if ctx.time_limit is None else max(0.05, ctx.remaining() - 0.5)
+    res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop,
+                              offer, bound)
+    ctx.notes.update(res.notes)
+    ctx.lower_bound = res.bound
+    ctx.proven_optimal = res.optimal and ctx.best_latency <= res.solution.latency

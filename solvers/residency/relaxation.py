@@ -1,0 +1,492 @@
+"""A MILP relaxation of the residency simulator (spec sections 10-11): a lower bound.
+
+Every valid residency solution maps to a feasible point of this model whose objective
+is at most its simulated latency, so the model's optimum -- or the dual bound HiGHS has
+proven when its time limit stops it -- is a lower bound on the residency optimum.
+
+Columns (fractions of a tensor, times in units of `scale` seconds):
+
+    x[t, l]      binary: t is homed in level l (sum_l x[t, l] = 1)
+    s[a, l]      binary (continuous for an access of 0 bytes): access a = (t, k) is
+                 served by level l (sum_l s[a, l] = 1; s[a, l] <= sum_{h >= l} x[t, h])
+    w[t, l, i]   t's i-th access is served by a window in l: s[a_i, l] - x[t, l] <= w <= s[a_i, l],
+                 w <= sum_{h > l} x[t, h], sum_l w[t, l, i] <= 1 (one window covers an access)
+    g[t, l, i]   the defining window of t in l serves access i (g[., 1] = w[., 1] for a
+                 tensor with a producer, non-increasing in i)
+    c[t, l, i]   a prefetch window in l serving access i-1 also serves access i
+                 (c[., i] <= c[., i-1] + sum_h F[t, l, h, i-1, last])
+    F[t, l, h, i, j]  cumulative share of a prefetch copy (home h > l, window in l whose
+                 first served access is i) moved by the end of interval j, for
+                 j in lo_t .. k_i - 1 (lo_t = producer + 1, or the live start without a
+                 producer); non-decreasing in j; its last value is the prefetch's
+                 indicator (<= x[t, h])
+    V[t, h, j]   cumulative share of t's eviction (home h) moved by the end of
+                 interval j, j in producer + 1 .. end_t - 1 (<= x[t, h])
+    Q[t, l, j]   binary (`binary_holds`): the defining window in l occupies step j:
+                 >= g[t, l, i] over (k_{i-1}, k_i] and >= w[t, l, 1] - sum_h V[t, h, j - 1]
+    Y[t, l, i, j]  binary (`binary_starts`): the prefetch window first serving access i
+                 has started by step j: non-decreasing, sum_h F[., j] <= Y[j] (no byte
+                 moves before the start), Y[k_i - 1] = sum_h F[., k_i - 1]; in the
+                 capacity rows Y replaces F (the window occupies every step from its start)
+    E[k]         length of interval k: op k's run plus the wait before op k + 1
+
+    w[t, l, i] <= g[t, l, i] + c[t, l, i] + sum_h F[t, l, h, i, k_i - 1]
+    s[a_i, h] - w[t, h, i] + sum_l F[t, l, h, i, k_i - 1] <= x[t, h]   (home h serves access i
+                 directly or through a prefetch window first serving it, not both)
+    sum_h V[t, h, k_i - 1] >= sum_l w[t, l, 1] - sum_l g[t, l, i]   (i >= 2, producer)
+    E[k] >= compute_k
+    E[k] >= sum_{a of k, l} s[a, l] * b_a / bandwidth_l                       (memory)
+    E[k] >= sum_{a of k} s[a, h] * b_a / bandwidth_h
+            + (copy shares moved on h's channel in interval k) * size / copy_bandwidth_h
+    load of level l at step j: homes live at j (x) + occupancy terms (Q, c over
+            (k_{i-1}, k_i], F[., j] before k_i and F[., k_i - 1] at k_i) <= capacity_l
+    minimise sum_k E[k]
+
+Why every valid solution is a feasible point (the argument, step by step):
+
+1. Time. Cut the simulation into intervals: interval k is op k's run followed by the
+   wait before op k + 1 (none after the last op, and op 0 never waits: no copy can be
+   due at op 0). The latency is the sum of all runs and waits = sum_k E[k] with
+   E[k] = elapsed_k + wait_{k+1}. elapsed_k = max(compute_k, memory_k) gives the first
+   two rows, with s the solution's serving levels (section 10).
+2. Channels. A channel moves at most copy_bandwidth bytes per second in total (one
+   front at copy_bandwidth, or two at half each), and only while idle: during op k's
+   run for elapsed_k - busy_hk seconds, busy_hk = sum of b / bandwidth_h over op k's
+   accesses served by h, and throughout every wait. So the copy bytes moved on h's
+   channel in interval k are at most copy_bandwidth_h * (E[k] - busy_hk): the third
+   row. Waits are not separate columns: they are the slack inside E[k].
+3. Where copies move. A prefetch issued before op `start` joins its queue after op
+   start's wait and must be complete before op `first` runs, so all its bytes move in
+   intervals start .. first - 1; its first *served* access k_i is >= first, and
+   start >= lo_t (start >= valid_from >= producer + 1, or the live start). An
+   eviction (issue, due) moves in intervals issue .. due - 1, issue >= producer + 1.
+   So F and V, set to the cumulative shares actually moved, satisfy their ranges, and
+   their increments are the bytes of the row in step 2 (a subset of all copies: only
+   windows that serve an access are counted; dropping the others only lowers every
+   left-hand side).
+4. Serving. An access served in l by a window makes w = 1 and that window is the
+   defining one (g), or continues from the previous access (c), or is a prefetch
+   window first serving this access (F's last value = 1 for its home, and then the
+   home serves the access neither directly nor through another window). A tensor
+   whose defining window stops serving at access i >= 2 serves access i from the home
+   (needs k_i >= due) or from a prefetch window (start >= valid_from = due) or from a
+   window that started after due: in every case the eviction is complete before op
+   k_i, so V[., k_i - 1] = 1 (and without an eviction the home is never valid, so the
+   defining window must serve every access: the same row with V = 0).
+5. Capacity. A window occupies start .. hold. The defining window occupies p .. hold
+   with hold >= k_i while it serves access i and hold >= due - 1 while its eviction is
+   incomplete (Q <= 1 = its occupancy); a continuing window occupies (k_{i-1}, k_i];
+   a prefetch window occupies every step from its start (<= the first interval F > 0)
+   to k_i, and F <= 1 there; Y, where modelled, is exactly [start <= j]. Q, binary or
+   not, is at most the defining window's 0/1 occupancy. Terms of one window never overlap in a step and two
+   windows of one tensor in one level have disjoint occupancies, so the sum of terms
+   of t in l at step j is at most t's true occupancy: every capacity row holds (on
+   addressed levels offsets are ignored, which only relaxes).
+6. Homes: x as the solution's homes, windows strictly faster than home (s <= sum over
+   h >= l of x), everything else zero.
+
+Every row holds at this point and its objective is the latency, so min <= latency for
+every valid solution: the optimum (and any dual bound below it) is a lower bound.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memplace.model import Instance, latency
+
+INF = math.inf
+
+
+class _Builder:
+    """Columns and rows of a sparse model, appended one at a time."""
+
+    def __init__(self) -> None:
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+        self.cost: list[float] = []
+        self.integer: list[bool] = []
+        self.r: list[int] = []
+        self.c: list[int] = []
+        self.v: list[float] = []
+        self.rlo: list[float] = []
+        self.rhi: list[float] = []
+
+    def col(self, lo: float = 0.0, hi: float = 1.0, cost: float = 0.0, integer: bool = False) -> int:
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.cost.append(cost)
+        self.integer.append(integer)
+        return len(self.lo) - 1
+
+    def row(self, terms: list[tuple[int, float]], lo: float = -INF, hi: float = INF) -> int:
+        r = len(self.rlo)
+        for col, val in terms:
+            self.r.append(r)
+            self.c.append(col)
+            self.v.append(val)
+        self.rlo.append(lo)
+        self.rhi.append(hi)
+        return r
+
+
+@dataclass
+class Relaxation:
+    """The MILP of one instance (module docstring) and the column of every variable."""
+
+    instance: Instance
+    scale: float  # seconds per model time unit
+    builder: _Builder
+    x: np.ndarray  # (T, L) column of x[t, l], -1 where t cannot be homed in l
+    s: dict[tuple[int, int], int]  # (access index, level) -> column
+    prefetch: dict[tuple[int, int, int, int], list[int]]  # (t, l, h, i) -> F columns over lo..k_i-1
+    lo: np.ndarray  # lo_t of every tensor
+    evict: dict[tuple[int, int], list[int]]  # (t, h) -> V columns over p+1 .. end-1
+    cont: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (t, l, i) -> c column
+    starts: dict[tuple[int, int, int], list[int]] = field(default_factory=dict)  # (t, l, i) -> Y columns
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.builder.lo)
+
+
+def tensor_accesses(inst: Instance, t: int) -> list[tuple[int, int, int]]:
+    """(op, bytes, access index) of tensor t in op order."""
+    idx = inst.tensor_access[inst.tensor_ptr[t]:inst.tensor_ptr[t + 1]]
+    return [(int(inst.access_op[a]), int(inst.op_bytes[a]), int(a)) for a in idx]
+
+
+def estimated_columns(inst: Instance) -> int:
+    """About how many columns `formulate` makes (the prefetch and eviction shares dominate:
+    one per interval between a tensor's earliest copy and each of its accesses)."""
+    L = inst.n_levels
+    pairs = L * (L - 1) // 2
+    producer = np.array([-1 if t["producer"] is None else t["producer"] for t in inst.tensors], np.int64)
+    lo = np.where(producer >= 0, producer + 1, inst.start)
+    k = inst.access_op[inst.tensor_access]
+    owner = np.repeat(np.arange(inst.n_tensors), np.diff(inst.tensor_ptr))
+    shares = np.maximum(k - lo[owner], 0).sum() * pairs
+    live = (inst.end - inst.start + 1).sum() * max(L - 1, 1)
+    return int(shares + live + inst.op_tensor.size * L + inst.n_ops)
+
+
+def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = True) -> Relaxation:
+    """Build the relaxation of `inst` (module docstring). `binary_starts` adds the
+    binary start indicators Y of prefetch windows, `binary_holds` makes the defining
+    window's occupancy Q binary (both: stronger bound, exact occupancies, slower)."""
+    T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
+    last = L - 1
+    b = _Builder()
+    slow = latency(inst, inst.slowest_placement())
+    scale = slow / n if slow > 0 else 1.0  # seconds per unit: the slowest op time is ~1
+    fits = inst.size[:, None] <= inst.capacity[None, :]
+    fits[:, last] = True
+
+    E = [b.col(inst.compute[k] / scale, INF, 1.0) for k in range(n)]
+    x = np.full((T, L), -1, np.int64)
+    for t in range(T):
+        for l in range(L):
+            if fits[t, l]:
+                x[t, l] = b.col(integer=True)
+        b.row([(int(c), 1.0) for c in x[t] if c >= 0], 1.0, 1.0)
+
+    memory: list[list[tuple[int, float]]] = [[(E[k], 1.0)] for k in range(n)]
+    # channel[h][k]: terms of the channel row of level h in interval k (E added at the end)
+    busy: list[list[list[tuple[int, float]]]] = [[[] for _ in range(n)] for _ in range(L)]
+    copy: list[list[list[tuple[int, float]]]] = [[[] for _ in range(n)] for _ in range(L)]
+    # occupancy[l][j]: (column, size) terms of the capacity row of level l at step j
+    occupancy: list[list[list[tuple[int, float]]]] = [[[] for _ in range(n)] for _ in range(L)]
+    s: dict[tuple[int, int], int] = {}
+    prefetch: dict[tuple[int, int, int, int], list[int]] = {}
+    evict: dict[tuple[int, int], list[int]] = {}
+    conts: dict[tuple[int, int, int], int] = {}
+    starts: dict[tuple[int, int, int], list[int]] = {}
+    lo_of = np.zeros(T, np.int64)
+
+    def shares(cols: list[int], first_j: int, h: int, t: int) -> None:
+        """Monotone cumulative shares, their increments on h's channel."""
+        coeff = float(inst.size[t]) / inst.copy_bandwidth[h] / scale
+        for m, col in enumerate(cols):
+            if m:
+                b.row([(col, 1.0), (cols[m - 1], -1.0)], 0.0)
+            j = first_j + m
+            copy[h][j].append((col, coeff))
+            if m + 1 < len(cols):
+                copy[h][j + 1].append((col, -coeff))
+
+    for t in range(T):
+        acc = tensor_accesses(inst, t)
+        size = float(inst.size[t])
+        p = int(inst.tensors[t]["producer"]) if inst.tensors[t]["producer"] is not None else -1
+        lo = p + 1 if p >= 0 else int(inst.start[t])
+        lo_of[t] = lo
+        end = int(inst.end[t])
+        homes_above = {l: [int(x[t, h]) for h in range(l + 1, L) if x[t, h] >= 0] for l in range(L)}
+        # serving
+        for (k, nbytes, a) in acc:
+            cols = []
+            for l in range(L):
+                if not fits[t, l]:
+                    continue
+                col = b.col(integer=nbytes > 0)
+                s[a, l] = col
+                cols.append(col)
+                if nbytes:
+                    memory[k].append((col, -inst.access_time[a, l] / scale))
+                    busy[l][k].append((col, inst.access_time[a, l] / scale))
+                b.row([(col, 1.0)] + [(int(x[t, h]), -1.0) for h in range(l, L) if x[t, h] >= 0], hi=0.0)
+            b.row([(c, 1.0) for c in cols], 1.0, 1.0)
+        # eviction shares (one eviction per tensor, on its home's channel)
+        V: dict[int, list[int]] = {}
+        if p >= 0 and end - 1 >= p + 1 and len(acc) >= 2:
+            for h in range(1, L):
+                if x[t, h] < 0 or not any(fits[t, l] for l in range(h)):
+                    continue
+                cols = [b.col() for _ in range(p + 1, end)]
+                b.row([(cols[-1], 1.0), (int(x[t, h]), -1.0)], hi=0.0)
+                shares(cols, p + 1, h, t)
+                V[h] = cols
+                evict[t, h] = cols
+
+        def v_at(j: int) -> list[int]:
+            """V columns at interval j (none before p + 1)."""
+            return [cols[j - (p + 1)] for cols in V.values() if p + 1 <= j < p + 1 + len(cols)]
+
+        w_first: list[int] = []
+        w_any: list[list[int]] = [[] for _ in acc]
+        w_of: dict[tuple[int, int], int] = {}
+        g_cols: dict[int, list[int]] = {}
+        for l in range(L - 1):
+            if not fits[t, l] or not homes_above[l]:
+                continue
+            prev_k = -1
+            w_prev_pf: list[int] = []
+            c_prev = -1
+            g_prev = -1
+            g_cols[l] = []
+            for i, (k, nbytes, a) in enumerate(acc):
+                w = b.col()
+                terms = [(w, 1.0), (s[a, l], -1.0)]
+                if x[t, l] >= 0:
+                    terms.append((int(x[t, l]), 1.0))
+                b.row(terms, 0.0)
+                b.row([(w, 1.0), (s[a, l], -1.0)], hi=0.0)  # a window covering k serves it
+                b.row([(w, 1.0)] + [(col, -1.0) for col in homes_above[l]], hi=0.0)
+                w_any[i].append(w)
+                w_of[l, i] = w
+                serve = [(w, 1.0)]
+                occ_span = range(prev_k + 1, k + 1) if i else range(k, k + 1)
+                if p >= 0:
+                    if i == 0:
+                        g = w
+                        w_first.append(w)
+                    else:
+                        g = b.col()
+                        b.row([(g, 1.0), (g_prev, -1.0)], hi=0.0)
+                        serve.append((g, -1.0))
+                    g_cols[l].append(g)
+                    g_prev = g
+                c = -1
+                if i:
+                    c = b.col()
+                    conts[t, l, i] = c
+                    b.row([(c, 1.0)] + ([(c_prev, -1.0)] if c_prev >= 0 else [])
+                          + [(col, -1.0) for col in w_prev_pf], hi=0.0)
+                    serve.append((c, -1.0))
+                    for j in occ_span:
+                        occupancy[l][j].append((c, size))
+                pf_last: list[int] = []
+                if lo <= k - 1:
+                    pf_cols: list[list[int]] = []
+                    for h in range(l + 1, L):
+                        if x[t, h] < 0:
+                            continue
+                        cols = [b.col() for _ in range(lo, k)]
+                        prefetch[t, l, h, i] = cols
+                        b.row([(cols[-1], 1.0), (int(x[t, h]), -1.0)], hi=0.0)
+                        shares(cols, lo, h, t)
+                        pf_cols.append(cols)
+                        pf_last.append(cols[-1])
+                        serve.append((cols[-1], -1.0))
+                    if binary_starts and pf_cols:
+                        # Y[j]: the window has started by step j (binary, non-decreasing);
+                        # no byte moves before it, and it occupies every step from it
+                        ys = [b.col(integer=True) for _ in range(lo, k)]
+                        for m, y in enumerate(ys):
+                            if m:
+                                b.row([(y, 1.0), (ys[m - 1], -1.0)], 0.0)
+                            b.row([(y, -1.0)] + [(cols[m], 1.0) for cols in pf_cols], hi=0.0)
+                            occupancy[l][lo + m].append((y, size))
+                        b.row([(ys[-1], 1.0)] + [(cols[-1], -1.0) for cols in pf_cols], 0.0, 0.0)
+                        starts[t, l, i] = ys
+                    else:
+                        for cols in pf_cols:
+                            for m, col in enumerate(cols):
+                                occupancy[l][lo + m].append((col, size))
+                    for cols in pf_cols:
+                        occupancy[l][k].append((cols[-1], size))
+                if p >= 0 and i == 0:
+                    pass  # w[., 1] is the defining window itself
+                else:
+                    b.row(serve, hi=0.0)
+                w_prev_pf, c_prev, prev_k = pf_last, c, k
+            if p >= 0:
+                # Q: the defining window's occupancy
+                wi = w_first[-1]
+                for j in range(p, end + 1):
+                    q = b.col(integer=binary_holds)  # binary: held until evicted
+                    occupancy[l][j].append((q, size))
+                    # >= g over (k_{i-1}, k_i]
+                    for i, (k, _, _) in enumerate(acc):
+                        k_prev = acc[i - 1][0] if i else k - 1
+                        if k_prev < j <= k:
+                            b.row([(q, 1.0), (g_cols[l][i], -1.0)], 0.0)
+                    if j >= p + 1:
+                        b.row([(q, 1.0), (wi, -1.0)] + [(col, 1.0) for col in v_at(j - 1)], 0.0)
+        # A home serves an access itself or through the prefetch window first serving it,
+        # never both: (served at h, not by a window) + prefetches from h <= x[t, h]
+        for i, (k, nbytes, a) in enumerate(acc):
+            for h in range(1, L):
+                pfs = [prefetch[t, l, h, i][-1] for l in range(h) if (t, l, h, i) in prefetch]
+                if not pfs or (a, h) not in s:
+                    continue
+                terms = [(s[a, h], 1.0), (int(x[t, h]), -1.0)] + [(c, 1.0) for c in pfs]
+                if (h, i) in w_of:
+                    terms.append((w_of[h, i], -1.0))
+                b.row(terms, hi=0.0)
+        for cols in w_any:  # one window at most covers an access
+            if len(cols) > 1:
+                b.row([(c, 1.0) for c in cols], hi=1.0)
+        # eviction before any access the defining window no longer serves
+        if p >= 0 and w_first:
+            for i in range(1, len(acc)):
+                k = acc[i][0]
+                terms = [(col, 1.0) for col in v_at(k - 1)]
+                terms += [(col, -1.0) for col in w_first]
+                terms += [(g_cols[l][i], 1.0) for l in g_cols if g_cols[l]]
+                b.row(terms, 0.0)
+
+    for k in range(n):
+        b.row(memory[k], 0.0)
+        for h in range(1, L):
+            if copy[h][k]:
+                b.row([(E[k], 1.0)] + [(c, -v) for c, v in busy[h][k]]
+                      + [(c, -v) for c, v in copy[h][k]], 0.0)
+    # capacity: weights' home load through one column per level, as the static MILP does
+    weights = np.flatnonzero(inst.is_weight == 1)
+    n_cap = 0
+    for l in range(L):
+        cap = float(inst.capacity[l])
+        if l == last and inst.levels[l].capacity is None:
+            continue
+        wl = -1
+        wcols = [(int(x[t, l]), inst.size[t] / cap) for t in weights if x[t, l] >= 0]
+        if wcols:
+            wl = b.col(0.0, INF)
+            b.row([(wl, 1.0)] + [(c, -v) for c, v in wcols], 0.0, 0.0)
+        for j in range(n):
+            live = np.flatnonzero((inst.start <= j) & (inst.end >= j) & (inst.is_weight == 0))
+            terms = [(int(x[t, l]), inst.size[t] / cap) for t in live if x[t, l] >= 0]
+            terms += [(c, v / cap) for c, v in occupancy[l][j]]
+            if wl >= 0:
+                terms.append((wl, 1.0))
+            if terms:
+                b.row(terms, hi=1.0)
+                n_cap += 1
+    stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
+             "binaries": int(sum(b.integer)), "capacity_rows": n_cap}
+    return Relaxation(inst, scale, b, x, s, prefetch, lo_of, evict, conts, starts, stats)
+
+
+def highs_lp(model: Relaxation, relax: bool = False):
+    """The model as a highspy HighsLp (integrality dropped when `relax`)."""
+    import highspy
+    b = model.builder
+    n_cols, n_rows = len(b.lo), len(b.rlo)
+    rows = np.asarray(b.r, np.int64)
+    cols = np.asarray(b.c, np.int64)
+    vals = np.asarray(b.v, np.float64)
+    order = np.lexsort((rows, cols))
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    start = np.zeros(n_cols + 1, np.int64)
+    np.cumsum(np.bincount(cols, minlength=n_cols), out=start[1:])
+    lp = highspy.HighsLp()
+    lp.num_col_ = n_cols
+    lp.num_row_ = n_rows
+    lp.col_cost_ = np.asarray(b.cost, np.float64)
+    lp.col_lower_ = np.asarray(b.lo, np.float64)
+    lp.col_upper_ = np.asarray(b.hi, np.float64)
+    lp.row_lower_ = np.asarray(b.rlo, np.float64)
+    lp.row_upper_ = np.asarray(b.rhi, np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = start.astype(np.int32)
+    lp.a_matrix_.index_ = rows.astype(np.int32)
+    lp.a_matrix_.value_ = vals
+    lp.a_matrix_.num_col_ = n_cols
+    lp.a_matrix_.num_row_ = n_rows
+    if not relax:
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in b.integer]
+    return lp
+
+
+# HiGHS's dual bound is proven up to its feasibility tolerances: the bound reported is
+# lowered by this relative margin so rounding can never lift it above a true latency.
+BOUND_MARGIN = 1e-6
+
+
+@dataclass
+class Outcome:
+    """What HiGHS returned: the bound (seconds), the best point, and how it ended."""
+
+    bound: float
+    values: np.ndarray | None
+    objective: float  # seconds: the model objective of `values` (inf if none)
+    status: str
+    nodes: int
+    seconds: float
+
+
+def solve_relaxation(model: Relaxation, time_limit: float | None, gap: float = 1e-4,
+                     threads: int = 1, seed: int = 0, relax: bool = False,
+                     should_stop=None) -> Outcome:
+    """Run HiGHS on the model; the bound is its proven dual bound (lowered by
+    BOUND_MARGIN), or the LP optimum with `relax`."""
+    import time
+
+    import highspy
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", int(threads))
+    h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
+    h.setOptionValue("mip_rel_gap", float(gap))
+    if time_limit is not None and math.isfinite(time_limit):
+        h.setOptionValue("time_limit", max(0.01, float(time_limit)))
+    h.passModel(highs_lp(model, relax))
+    if should_stop is not None and not relax:
+        def interrupt(event):
+            if should_stop():
+                event.interrupt()
+        h.cbMipInterrupt.subscribe(interrupt)
+    began = time.perf_counter()
+    h.run()
+    seconds = time.perf_counter() - began
+    status = h.modelStatusToString(h.getModelStatus())
+    info = h.getInfo()
+    values, objective = None, INF
+    if info.primal_solution_status == 2:
+        values = np.array(h.getSolution().col_value, dtype=np.float64)
+        objective = float(info.objective_function_value) * model.scale
+    if relax:
+        bound = objective if status == "Optimal" else -INF
+        nodes = 0
+    else:
+        bound = info.mip_dual_bound
+        bound = bound * model.scale if math.isfinite(bound) else -INF
+        nodes = int(info.mip_node_count)
+    bound = max(bound * (1 - BOUND_MARGIN), model.instance.compute_floor()) if math.isfinite(bound) \
+        else model.instance.compute_floor()
+    return Outcome(bound, values, objective, status, nodes, seconds)
