@@ -1,0 +1,254 @@
+"""Memory-space assignment over fixed homes: the allocator shared by `msa` and the GA.
+
+XLA's `AllocateSegment` loop (see `msa.py` for the rules and the choices made where XLA
+has no counterpart): buffers in decreasing memory boundedness, each use kept in fast
+memory without a copy, evicted or prefetched with a start from the cost-analysis
+interval picker, chunks placed best-fit, every window checked on the incremental
+simulator. It lives below both solvers so that neither imports the other: `msa` runs
+it in XLA's order with XLA's picker; the residency GA (`ga.py`) decodes a chromosome
+with it, giving its own buffer `order` and a per-buffer `preferred` overlap (the
+prefetch lead, in copy times).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from memplace.model.instance import Instance
+from memplace.model.residency import ResidencySolution, Window, producer_of
+from memplace.model.residency.simulation import Simulation
+from memplace.solvers.residency.fast_memory import FastMemory
+from memplace.solvers.residency.interval_picker import IntervalPicker
+
+
+@dataclass
+class MsaStats:
+    """What one run of memory-space assignment did."""
+
+    homes: str = "slowest"
+    windows: int = 0
+    prefetches: int = 0
+    evictions: int = 0
+    defining: int = 0
+    fast_homes: int = 0  # whole-life no-copy allocations written as homes
+    rejected: int = 0  # windows the simulator dropped
+    repacks: int = 0
+    waits: int = 0  # ops that waited for a copy
+    fallback: bool = False  # the static compiler placement was faster
+    seconds: float = 0.0
+
+    def as_notes(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Open:
+    """A window being built: its level, ops and reservation key."""
+
+    key: tuple[int, int]
+    level: int
+    start: int
+    first: int
+    last: int
+    defining: bool
+    evict: tuple[int, int] | None = None
+
+
+def op_elapsed(instance: Instance, placement: np.ndarray) -> np.ndarray:
+    """Section 4's time of every op with each tensor served by its level in `placement`."""
+    i = instance
+    seconds = i.op_bytes / i.bandwidth[placement[i.op_tensor]]
+    memory = np.bincount(i.access_op, weights=seconds, minlength=i.n_ops)
+    return np.maximum(i.compute, memory)
+
+
+@dataclass
+class _Costs:
+    """XLA's cost analysis: op times with the homes, and what an access saves when fast."""
+
+    instance: Instance
+    homes: np.ndarray
+    elapsed: np.ndarray = field(init=False)
+    memory: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        i = self.instance
+        seconds = i.op_bytes / i.bandwidth[self.homes[i.op_tensor]]
+        self.memory = np.bincount(i.access_op, weights=seconds, minlength=i.n_ops)
+        self.elapsed = np.maximum(i.compute, self.memory)
+
+    def saving(self, t: int, k: int, b: int, level: int) -> float:
+        """Seconds op k saves when its access of b bytes to t is served by `level`."""
+        i = self.instance
+        bw = i.bandwidth
+        memory = self.memory[k] - b / bw[self.homes[t]] + b / bw[level]
+        return float(self.elapsed[k] - max(i.compute[k], memory))
+
+
+def boundedness_order(instance: Instance, costs: _Costs) -> list[int]:
+    """Tensors by decreasing memory boundedness (latency saved by all accesses in the
+    fastest level, over the square root of the size); ties by index; tensors that save
+    nothing or are homed in the fastest level are left out."""
+    scores = []
+    for t, tensor in enumerate(instance.tensors):
+        if costs.homes[t] == 0:
+            continue
+        saved = sum(costs.saving(t, k, b, 0) for k, b in tensor["accesses"])
+        if saved > 0:
+            scores.append((-saved / math.sqrt(instance.size[t]), t))
+    return [t for _, t in sorted(scores)]
+
+
+class _Assignment:
+    """One run of memory-space assignment over fixed homes."""
+
+    def __init__(self, instance: Instance, homes: np.ndarray, home_offsets: np.ndarray | None,
+                 picker_ratios: tuple[float, float, float], max_repacks: int):
+        i = self.instance = instance
+        self.homes = np.array(homes, np.int64)
+        self.home_offsets = None if home_offsets is None else np.array(home_offsets, np.int64)
+        self.costs = _Costs(i, self.homes)
+        self.picker = IntervalPicker(self.costs.elapsed, *picker_ratios)
+        self.fast = FastMemory(i, max_repacks)
+        slowest = i.n_levels - 1
+        for t in range(i.n_tensors):  # homes in fast levels take their space first
+            h = int(self.homes[t])
+            if h < slowest:
+                offset = None if self.home_offsets is None else int(self.home_offsets[t])
+                self.fast.reserve(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
+                                  offset)
+        self.sim = Simulation(i, self.homes, [])
+        self.kept: list[_Open] = []
+        self.stats = MsaStats()
+
+    # ----------------------------------------------------------------- one tensor
+    def assign(self, t: int, preferred: float | None = None) -> None:
+        """AllocateSegment for every access of tensor t, in time order; `preferred`
+        replaces the picker's preferred overlap (copy times) for this tensor alone."""
+        picker = self.picker
+        if preferred is not None:
+            picker = replace(picker, preferred_ratio=float(preferred))
+        self.cur_picker = picker
+        i, fast = self.instance, self.fast
+        h = int(self.homes[t])
+        size = int(i.size[t])
+        copy_s = size / float(i.copy_bandwidth[h])
+        max_el = [picker.max_elapsed(float(i.capacity[l]), float(i.copy_bandwidth[h]))
+                  for l in range(h)]
+        p = producer_of(i, t)
+        accesses = sorted(i.tensors[t]["accesses"])
+        live_lo = int(i.start[t])
+        self.valid = 0 if p < 0 else p + 1  # first op the home holds the data
+        self.prev_hold = -1  # last op occupied by the previous window of t
+        cur: _Open | None = None
+        if p >= 0:
+            for l in range(h):
+                if fast.allocate((t, p), l, p, p, size):
+                    cur = _Open((t, p), l, p, p, p, True)
+                    break
+        for k, b in accesses:
+            if k == p:
+                continue
+            if cur is not None:
+                if picker.no_copy_ok(cur.start, k, max_el[cur.level]) and \
+                        fast.extend(cur.key, cur.start, k):
+                    cur.last = k
+                    continue
+                self._close(t, cur, copy_s, next_use=k)
+                cur = None
+            saving = [self.costs.saving(t, k, b, l) for l in range(h)]
+            lo = max(self.valid, self.prev_hold + 1, live_lo)
+            for l in range(h):
+                if saving[l] <= 0:
+                    continue
+                for s in picker.iter_starts(copy_s, lo, k, max_el[l], saving[l]):
+                    if fast.allocate((t, s), l, s, k, size):
+                        cur = _Open((t, s), l, s, k, k, False)
+                        break
+                if cur is not None:
+                    break
+        if cur is not None:
+            self._close(t, cur, copy_s, next_use=None)
+
+    def _close(self, t: int, win: _Open, copy_s: float, next_use: int | None) -> None:
+        """Finish a window: evict a defining one when a later access needs the home, then
+        keep it only if the simulator says it lowers the latency."""
+        fast = self.fast
+        if win.defining and next_use is not None:
+            issue = win.start + 1  # XLA starts an eviction as soon as the value is defined
+            due = max(self.cur_picker.eviction_due(copy_s, issue, next_use), win.last + 1, issue + 1)
+            if due > next_use or not fast.extend(win.key, win.start, max(win.last, due - 1)):
+                fast.release(win.key)
+                return
+            win.evict = (issue, due)
+        window = Window(t, win.level, win.start, win.first, win.last, None, win.evict)
+        latency = self.sim.try_change(len(self.sim.windows), window)
+        if not latency < self.sim.latency:
+            self.sim.reject()
+            fast.release(win.key)
+            self.stats.rejected += 1
+            return
+        self.sim.accept()
+        self.kept.append(win)
+        self.prev_hold = window.hold
+        if win.evict is not None:
+            self.valid = win.evict[1]
+
+    # ------------------------------------------------------------------ result
+    def solution(self) -> ResidencySolution:
+        """Homes (whole-life defining windows become fast homes) and windows with the
+        offsets the chunks ended at."""
+        i, fast, stats = self.instance, self.fast, self.stats
+        homes = self.homes.copy()
+        offsets = None
+        if i.has_addressed_levels:
+            offsets = (self.home_offsets.copy() if self.home_offsets is not None
+                       else np.full(i.n_tensors, -1, np.int64))
+            for t in range(i.n_tensors):
+                key = ("home", t)
+                if key in fast.owner and fast.offset(key) is not None:
+                    offsets[t] = fast.offset(key)
+        windows = []
+        for win in self.kept:
+            t = win.key[0]
+            offset = fast.offset(win.key)
+            if (win.defining and win.evict is None and win.first == int(i.start[t])
+                    and win.last == int(i.end[t])):
+                homes[t] = win.level
+                if offsets is not None:
+                    offsets[t] = -1 if offset is None else offset
+                stats.fast_homes += 1
+                continue
+            windows.append(Window(t, win.level, win.start, win.first, win.last, offset, win.evict))
+        windows.sort(key=lambda w: (w.tensor, w.start))
+        stats.windows = len(windows)
+        stats.prefetches = sum(w.is_prefetch for w in windows)
+        stats.evictions = sum(w.evict is not None for w in windows)
+        stats.defining = sum(not w.is_prefetch for w in windows)
+        stats.repacks = fast.repacks
+        return ResidencySolution(i.name, homes, offsets, tuple(windows))
+
+
+def assign_windows(instance: Instance, homes: np.ndarray, home_offsets: np.ndarray | None,
+                   min_overlap: float = 0.8, preferred_overlap: float = 1.5,
+                   max_overlap: float = 10.0, max_repacks: int = 16,
+                   order: Sequence[int] | None = None,
+                   preferred: Sequence[float] | np.ndarray | None = None
+                   ) -> tuple[ResidencySolution, MsaStats]:
+    """Memory-space assignment over fixed homes: every tensor of `order` (default: the
+    decreasing memory boundedness of `boundedness_order`) gets its windows in turn;
+    `preferred[t]`, when given, is tensor t's own preferred overlap in copy times (its
+    prefetch lead). Returns the solution and what was done."""
+    run = _Assignment(instance, homes, home_offsets, (min_overlap, preferred_overlap, max_overlap),
+                      max_repacks)
+    for t in (boundedness_order(instance, run.costs) if order is None else order):
+        run.assign(int(t), None if preferred is None else float(preferred[t]))
+    return run.solution(), run.stats
+
+
+def buffer_order(instance: Instance, homes: np.ndarray) -> list[int]:
+    """The buffers memory-space assignment considers over these homes, in its order."""
+    return boundedness_order(instance, _Costs(instance, np.asarray(homes, np.int64)))

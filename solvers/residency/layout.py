@@ -1,0 +1,202 @@
+"""A residency solution kept valid under local changes: homes, windows, loads and offsets.
+
+Local search over homes and windows (`sa.py`) proposes one change at a time; this class
+says whether the change keeps the solution valid (spec section 10) and books it:
+
+- the load of every level at every op (homes over their live range plus windows over
+  their occupancy `start .. hold`), so a capacity check is a slice maximum;
+- on addressed levels, the chunk `(offset, size, first op, last op)` of every home and
+  window in that level; a new or changed one gets the *best-fit* offset (the smallest
+  free gap that holds it over its ops, the way `msa` places chunks) and a change with no
+  gap is refused (no repacking inside a move: a repack would move other windows'
+  offsets and the undo would have to restore them all);
+- the rules that concern one tensor alone (kinds, live range, evictions, disjoint
+  occupancies, one defining window, the home valid for every access it serves and for
+  every prefetch) are checked on the tensor's new window set by `tensor_ok`.
+
+Windows live in numbered *slots* (the slot numbers of the incremental `Simulation`):
+a removed window leaves its slot empty (`None`).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from memplace.model.instance import Instance
+from memplace.model.residency import ResidencySolution, Window, producer_of
+from memplace.solvers.residency.fast_memory import best_fit_gap
+
+NEVER = np.iinfo(np.int64).max
+
+
+class Layout:
+    """Homes, home offsets and slot-numbered windows with their loads and chunks."""
+
+    def __init__(self, instance: Instance, placement: np.ndarray, offsets: np.ndarray | None,
+                 windows: Sequence[Window]):
+        i = self.instance = instance
+        self.homes = np.array(placement, np.int64)
+        self.offsets = (np.full(i.n_tensors, -1, np.int64) if offsets is None
+                        else np.array(offsets, np.int64))
+        self.windows: list[Window | None] = list(windows)
+        self.by_tensor: dict[int, list[int]] = {}
+        self.load = np.zeros((i.n_levels, i.n_ops), np.int64)
+        self.chunks: dict[int, dict[tuple[str, int], tuple[int, int, int, int]]] = {
+            l: {} for l in range(i.n_levels) if i.addressed[l]}
+        self.producer = np.array([producer_of(i, t) for t in range(i.n_tensors)], np.int64)
+        self.access_ops = [sorted({int(i.access_op[i.tensor_access[a]])
+                                   for a in range(i.tensor_ptr[t], i.tensor_ptr[t + 1])})
+                           for t in range(i.n_tensors)]
+        for t in range(i.n_tensors):
+            self._book_home(t, int(self.homes[t]), int(self.offsets[t]), +1)
+        for s, w in enumerate(self.windows):
+            if w is not None:
+                self.by_tensor.setdefault(w.tensor, []).append(s)
+                self._book_window(s, w, +1)
+
+    # ------------------------------------------------------------------ booking
+    def _book_home(self, t: int, level: int, offset: int, sign: int) -> None:
+        i = self.instance
+        lo, hi, size = int(i.start[t]), int(i.end[t]), int(i.size[t])
+        self.load[level, lo:hi + 1] += sign * size
+        if level in self.chunks:
+            if sign > 0:
+                self.chunks[level][("h", t)] = (offset, size, lo, hi)
+            else:
+                del self.chunks[level][("h", t)]
+
+    def _book_window(self, slot: int, w: Window, sign: int) -> None:
+        size = int(self.instance.size[w.tensor])
+        self.load[w.level, w.start:w.hold + 1] += sign * size
+        if w.level in self.chunks:
+            if sign > 0:
+                self.chunks[w.level][("w", slot)] = (int(w.offset), size, w.start, w.hold)
+            else:
+                del self.chunks[w.level][("w", slot)]
+
+    def fits(self, level: int, lo: int, hi: int, size: int) -> bool:
+        """Does `level` have `size` bytes free over ops `lo .. hi` (the booked load)?"""
+        return int(self.load[level, lo:hi + 1].max()) + size <= self.instance.capacity[level]
+
+    def offset_for(self, level: int, lo: int, hi: int, size: int) -> int:
+        """Best-fit offset on an addressed level over ops `lo .. hi`; -1 if no gap holds it."""
+        busy = [(c[0], c[0] + c[1]) for c in self.chunks[level].values() if c[2] <= hi and lo <= c[3]]
+        i = self.instance
+        return best_fit_gap(busy, size, int(i.alignment[level]), int(i.capacity[level]))
+
+    # ------------------------------------------------------------------ rules of one tensor
+    def tensor_ok(self, t: int, home: int, windows: Sequence[Window]) -> bool:
+        """Section 10's rules of tensor t with this home and these windows (space aside)."""
+        i = self.instance
+        lo, hi, p = int(i.start[t]), int(i.end[t]), int(self.producer[t])
+        v = 0 if p < 0 else p + 1
+        defining = 0
+        for w in windows:
+            if not (w.level < home and w.start <= w.first <= w.last and lo <= w.start and w.last <= hi):
+                return False
+            is_def = w.start == w.first == p
+            if not is_def and not w.start < w.first:
+                return False
+            if w.evict is not None:
+                issue, due = w.evict
+                if not (is_def and p < issue < due <= hi):
+                    return False
+            if is_def:
+                defining += 1
+                v = NEVER if w.evict is None else w.evict[1]
+        if defining > 1:
+            return False
+        spans = sorted((w.start, w.hold) for w in windows)
+        if any(b[0] <= a[1] for a, b in zip(spans, spans[1:])):
+            return False
+        for w in windows:
+            if w.start < w.first and w.start < v:
+                return False
+        for k in self.access_ops[t]:
+            if k != p and k < v and not any(w.first <= k <= w.last for w in windows):
+                return False
+        return True
+
+    # ------------------------------------------------------------------ changes
+    def tensor_windows(self, t: int) -> list[Window]:
+        return [self.windows[s] for s in self.by_tensor.get(t, [])]
+
+    def set_window(self, slot: int, new: Window | None) -> Window | None | bool:
+        """Replace window `slot` by `new` (slot == len(windows) adds one). Returns the
+        window as booked (with its best-fit offset on an addressed level), None for a
+        removal, or False (nothing changed) when it breaks a rule or does not fit."""
+        if slot == len(self.windows):
+            self.windows.append(None)
+        old = self.windows[slot]
+        t = (new or old).tensor
+        others = [w for s, w in ((s, self.windows[s]) for s in self.by_tensor.get(t, [])) if s != slot]
+        if new is not None and not self.tensor_ok(t, int(self.homes[t]), others + [new]):
+            return False
+        if new is None and not self.tensor_ok(t, int(self.homes[t]), others):
+            return False
+        if old is not None:
+            self._book_window(slot, old, -1)
+        if new is not None:
+            size = int(self.instance.size[t])
+            ok = self.fits(new.level, new.start, new.hold, size)
+            if ok and new.level in self.chunks:
+                off = self.offset_for(new.level, new.start, new.hold, size)
+                ok = off >= 0
+                new = Window(new.tensor, new.level, new.start, new.first, new.last,
+                             off if ok else None, new.evict)
+            elif ok:
+                new = Window(new.tensor, new.level, new.start, new.first, new.last, None, new.evict)
+            if not ok:
+                if old is not None:
+                    self._book_window(slot, old, +1)
+                return False
+            self._book_window(slot, new, +1)
+        self.windows[slot] = new
+        slots = self.by_tensor.setdefault(t, [])
+        if old is None and new is not None:
+            slots.append(slot)
+        elif new is None and slot in slots:
+            slots.remove(slot)
+        return new
+
+    def set_home(self, t: int, level: int) -> bool:
+        """Move tensor t's home to `level` (its windows must already allow it); False and
+        nothing changed when the level lacks room or an offset."""
+        i = self.instance
+        if not self.tensor_ok(t, level, self.tensor_windows(t)):
+            return False
+        old, old_off = int(self.homes[t]), int(self.offsets[t])
+        self._book_home(t, old, old_off, -1)
+        lo, hi, size = int(i.start[t]), int(i.end[t]), int(i.size[t])
+        off = -1
+        ok = self.fits(level, lo, hi, size)
+        if ok and level in self.chunks:
+            off = self.offset_for(level, lo, hi, size)
+            ok = off >= 0
+        if not ok:
+            self._book_home(t, old, old_off, +1)
+            return False
+        self.homes[t] = level
+        self.offsets[t] = off
+        self._book_home(t, level, off, +1)
+        return True
+
+    def solution(self) -> ResidencySolution:
+        i = self.instance
+        offsets = self.offsets.copy() if i.has_addressed_levels else None
+        windows = tuple(w for w in self.windows if w is not None)
+        return ResidencySolution(i.name, self.homes.copy(), offsets, windows)
+
+    def snapshot(self, t: int) -> tuple:
+        """Everything a compound change of tensor t's home and windows may touch, to
+        `restore` if it is refused (other tensors' window lists are not copied)."""
+        return (t, self.homes.copy(), self.offsets.copy(), list(self.windows),
+                list(self.by_tensor.get(t, [])), self.load.copy(),
+                {l: dict(c) for l, c in self.chunks.items()})
+
+    def restore(self, snap: tuple) -> None:
+        t, homes, offsets, windows, slots, load, chunks = snap
+        self.homes, self.offsets, self.windows = homes, offsets, windows
+        self.by_tensor[t] = slots
+        self.load, self.chunks = load, chunks

@@ -1,0 +1,43 @@
+"""Starting solutions of the residency searches: msa's, and a static optimum with windows.
+
+An independent check found that windows added to a static optimum gain under 0.5%, and
+`msa` (XLA's homes, or the compiler's) can be slower than the static optimum; a search
+that starts from msa alone then spends its time re-finding the static homes. So the
+searches also start from the static problem's best placement (the static `sa` with a
+move budget, which makes the run depend only on its seed) with msa's allocator adding
+windows over those homes. Other solvers run through `solve()` only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from memplace.model.instance import Instance
+from memplace.model.residency import ResidencySolution, simulate
+from memplace.solvers import solve
+from memplace.solvers.residency.allocation import assign_windows
+
+
+def msa_start(instance: Instance, homes: str = "best") -> ResidencySolution:
+    """msa's solution, run through solve() (so it is validated), its latency set."""
+    result = solve(instance, "msa", time_limit=None, problem="residency", homes=homes)
+    sol = result.to_solution()
+    sol.latency = result.latency
+    return sol
+
+
+def static_homes(instance: Instance, moves: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The static `sa`'s placement after `moves` moves (and its offsets on addressed levels)."""
+    result = solve(instance, "sa", time_limit=None, seed=seed, problem="static", moves=moves)
+    offsets = result.offsets if instance.has_addressed_levels else None
+    return np.array(result.placement, np.int64), offsets
+
+
+def static_start(instance: Instance, moves: int, seed: int) -> ResidencySolution:
+    """The static `sa`'s placement with msa's windows over it, or without windows when
+    those do not help; its latency set."""
+    place, offsets = static_homes(instance, moves, seed)
+    bare = ResidencySolution(instance.name, place, offsets)
+    bare.latency = simulate(instance, bare)
+    sol, _ = assign_windows(instance, place, offsets)
+    sol.latency = simulate(instance, sol)
+    return sol if sol.latency < bare.latency else bare
