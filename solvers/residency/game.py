@@ -164,6 +164,7 @@ class ResidencyGame:
             l: [Block(int(self.home_offsets[t]), int(instance.size[t]), int(instance.start[t]),
                       int(instance.end[t])) for t in np.flatnonzero(self.homes == l)]
             for l in range(instance.n_levels) if instance.addressed[l]}
+        self._candidates: dict[int, dict[int, Window]] = {}  # per tensor; shared by copies
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -195,7 +196,13 @@ class ResidencyGame:
     # ------------------------------------------------------------------ moves
     def candidates(self, tensor: int) -> dict[int, Window]:
         """Every window of `KINDS` for `tensor` in a faster level (no legality check but
-        existence), by action index, offsets left out."""
+        existence), by action index, offsets left out. They depend on the homes alone, so
+        each tensor's are computed once per game (and its copies)."""
+        if tensor not in self._candidates:
+            self._candidates[tensor] = self._windows_of(tensor)
+        return dict(self._candidates[tensor])
+
+    def _windows_of(self, tensor: int) -> dict[int, Window]:
         i, t = self.instance, tensor
         home = int(self.homes[t])
         accesses = i.access_op[i.tensor_access[i.tensor_ptr[t]:i.tensor_ptr[t + 1]]]
