@@ -43,10 +43,7 @@ def residency_bound_command(time_limit: float, max_ops: int, small: bool, commit
     from memplace.bench.results import _read_cache
     from memplace.instances import builtin_names, load
     from memplace.instances.small_residency import small_residency_instances
-    from memplace.model.residency import validate
     from memplace.solvers import solve
-    from memplace.solvers.residency.bound import bound_and_incumbent
-    from memplace.solvers.residency.msa import msa_solution
 
     if time_limit <= 0 or max_ops < 1 or not 0 <= gap < 1:
         raise MemplaceError("--time-limit must be > 0, --max-ops >= 1 and --gap in [0, 1)")
@@ -65,27 +62,24 @@ def residency_bound_command(time_limit: float, max_ops: int, small: bool, commit
         click.echo(head)
         for inst in instances:
             began = time.perf_counter()
-            res = bound_and_incumbent(inst, time_limit, gap=gap, seeds=False)
+            res = solve(inst, "bound", time_limit=time_limit, problem="residency", gap=gap,
+                        seeds=False)  # validated by solve()
             seconds = time.perf_counter() - began
-            msa, _ = msa_solution(inst)
+            msa = solve(inst, "msa", time_limit=None, problem="residency").latency
             entry = cache.get(inst.name)
             if entry is not None and entry.get("sha256") == inst.fingerprint():
                 static = float(entry["latency"])
             else:  # small instances: the static optimum within the same limit
-                result = solve(inst, "milp", time_limit=time_limit, problem="static")
-                static = result.latency
+                static = solve(inst, "milp", time_limit=time_limit, problem="static").latency
             compiler = solve(inst, "compiler", time_limit=None, problem="static").latency
-            own = res.incumbent.latency if res.incumbent is not None else math.inf
-            for sol in (res.incumbent, msa):
-                if sol is not None and not validate(inst, sol).ok:
-                    raise MemplaceError(f"{inst.name}: an invalid solution: {validate(inst, sol).errors[0]}")
-            best = min(own, compiler, msa.latency, static)
-            rel = best / res.bound - 1
-            status = "optimal" if best <= res.bound * (1 + gap) / (1 - 1e-6) else "open"
+            own = res.notes.get("relaxation_incumbent", math.inf)
+            best = min(own, res.latency, compiler, msa, static)
+            rel = best / res.lower_bound - 1
+            status = "optimal" if best <= res.lower_bound * (1 + gap) / (1 - 1e-6) else "open"
             if rel > 0.10:
                 missed.append(inst.name)
-            click.echo(f"{inst.name:<40} {inst.n_ops:>4} {_us(res.bound):>12} {_us(own):>12} "
-                       f"{_us(compiler):>12} {_us(msa.latency):>12} {_us(static):>12} {_us(best):>12} "
+            click.echo(f"{inst.name:<40} {inst.n_ops:>4} {_us(res.lower_bound):>12} {_us(own):>12} "
+                       f"{_us(compiler):>12} {_us(msa):>12} {_us(static):>12} {_us(best):>12} "
                        f"{rel:>8.2%} {status:>9} {seconds:>6.1f}")
     click.echo(f"\nbound within 10% of the best known: missed on {len(missed)}"
                + (f" ({', '.join(missed)})" if missed else ""))

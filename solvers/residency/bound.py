@@ -281,5 +281,7 @@ def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> No
     res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop,
                               offer, bound)
     ctx.notes.update(res.notes)
+    if res.incumbent is not None:  # the relaxation's own windows, repaired and simulated
+        ctx.notes["relaxation_incumbent"] = res.incumbent.latency
     ctx.lower_bound = res.bound
     ctx.proven_optimal = res.optimal and ctx.best_latency <= res.solution.latency
