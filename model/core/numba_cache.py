@@ -10,8 +10,16 @@ package. Importing this module (the first thing `memplace.model`,
 before any kernel is decorated) points Numba at, in order of preference:
 
 1. `NUMBA_CACHE_DIR` when the user set it (respected as given);
-2. `platformdirs.user_cache_dir("memplace")/numba` (`~/.cache/memplace/numba` on Linux);
-3. `<tempdir>/memplace-numba-<user>` when the user cache folder cannot be written.
+2. `platformdirs.user_cache_dir("memplace")/numba/<source>` (`~/.cache/memplace/numba/...`
+   on Linux);
+3. `<tempdir>/memplace-numba-<user>/<source>` when the user cache folder cannot be written.
+
+`<source>` is a digest of memplace's own source files (path, size, modification
+time). Numba checks only the timestamp of the file that defines a cached kernel,
+not of the files whose functions it calls, so after an edit or an upgrade of one
+module a kernel in another could run stale compiled code and give wrong results
+silently (this happened during development). One folder per state of the source
+makes every change recompile; old folders can be deleted freely.
 
 Numba reads `NUMBA_CACHE_DIR` when it is imported; if it was imported before
 memplace, its configuration is reloaded here. Worker processes inherit the
@@ -20,6 +28,7 @@ variable from the environment.
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import sys
 import tempfile
@@ -36,16 +45,34 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK | os.X_OK)
 
 
+ROOTS = ("model", "solvers", "instances", "bench", "envs")  # memplace's source folders
+
+
+def source_digest() -> str:
+    """A short digest of every Python file of memplace (relative path, size, mtime)."""
+    top = Path(__file__).resolve().parents[2]  # the checkout, or site-packages/memplace
+    digest = hashlib.sha1()
+    for root in ROOTS:
+        for path in sorted((top / root).rglob("*.py")):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            digest.update(f"{path.relative_to(top)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
 def _default_dir() -> Path:
     import platformdirs
+    source = source_digest()
     user = Path(platformdirs.user_cache_dir("memplace")) / "numba"
-    if _writable(user):
-        return user
+    if _writable(user / source):
+        return user / source
     try:
         who = getpass.getuser()
     except (KeyError, OSError):  # no user name for this uid (e.g. a bare container)
         who = str(os.getuid()) if hasattr(os, "getuid") else "user"
-    return Path(tempfile.gettempdir()) / f"memplace-numba-{who}"
+    return Path(tempfile.gettempdir()) / f"memplace-numba-{who}" / source
 
 
 def configure() -> Path:

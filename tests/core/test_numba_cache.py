@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memplace.model.core.numba_cache import source_digest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,14 +24,15 @@ def _python(code: str, **env: str | None) -> str:
 def test_library_import_points_numba_at_the_user_cache_folder(tmp_path):
     printed = _python("import memplace.model, numba; print(numba.config.CACHE_DIR)",
                       XDG_CACHE_HOME=str(tmp_path))
-    assert printed == str(tmp_path / "memplace" / "numba")
-    assert (tmp_path / "memplace" / "numba").is_dir()
+    assert printed == str(tmp_path / "memplace" / "numba" / source_digest())
+    assert Path(printed).is_dir()
 
 
 def test_numba_imported_first_still_caches_in_the_user_folder(tmp_path):
     code = ("import numba\nimport memplace.bench.perf\n"
             "print(numba.config.CACHE_DIR)")
-    assert _python(code, XDG_CACHE_HOME=str(tmp_path)) == str(tmp_path / "memplace" / "numba")
+    assert _python(code, XDG_CACHE_HOME=str(tmp_path)) == str(tmp_path / "memplace" / "numba"
+                                                               / source_digest())
 
 
 def test_an_explicit_numba_cache_dir_is_respected(tmp_path):
@@ -45,6 +48,23 @@ def test_an_unwritable_user_folder_falls_back_to_the_temp_folder(tmp_path):
     printed = _python("import memplace.model, numba; print(numba.config.CACHE_DIR)",
                       XDG_CACHE_HOME=str(blocked), TMPDIR=str(tmp_path))
     assert printed.startswith(str(tmp_path / "memplace-numba-"))
+    assert printed.endswith(source_digest())
+
+
+def test_a_changed_source_file_gets_a_fresh_cache_folder(tmp_path, monkeypatch):
+    """Numba checks only the defining file's timestamp: a kernel calling a function of an
+    edited module would keep its stale compiled code, so any edit changes the folder."""
+    from memplace.model.core import numba_cache
+    tree = tmp_path / "tree"
+    (tree / "model" / "core").mkdir(parents=True)
+    (tree / "solvers").mkdir()
+    kernel = tree / "solvers" / "kernels.py"
+    kernel.write_text("x = 1\n")
+    monkeypatch.setattr(numba_cache, "__file__", str(tree / "model" / "core" / "numba_cache.py"))
+    before = numba_cache.source_digest()
+    assert numba_cache.source_digest() == before
+    kernel.write_text("x = 22\n")
+    assert numba_cache.source_digest() != before
 
 
 def test_compiled_kernels_land_in_the_cache_folder_not_the_package(tmp_path):
