@@ -279,15 +279,34 @@ def _before(q_copy, c_issue, c_due, c_tensor, q, pos, issue, due, t):
     return ci < issue or (ci == issue and (cd < due or (cd == due and c_tensor[cp] < t)))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _shift_left(row, lo, hi):
+    """row[lo:hi] = row[lo + 1:hi + 1], front to back (unsigned indices: no wraparound checks,
+    so that the loop is a plain memmove)."""
+    for j in range(_U(lo), _U(hi)):
+        row[j] = row[j + _U(1)]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _shift_right(row, lo, hi):
+    """row[lo + 1:hi + 1] = row[lo:hi], back to front."""
+    j = _U(hi)
+    while j > _U(lo):
+        row[j] = row[j - _U(1)]
+        j -= _U(1)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
                   q, c, t, sz, has_old, issue, due, has_new, new_issue, new_due):
     """Copy c of queue q removed, inserted or re-keyed, shifting only the copies between its
-    old and new places. Takes arrays, not the record: a call passing the record costs more
-    than this work."""
+    old and new places. Both places are found by binary search and the copies between them
+    moved by a plain shift (no key comparison per copy moved). Takes arrays, not the record:
+    a call passing the record costs more than this work."""
     if not has_old and not has_new:
         return
     m = q_len[q]
+    p = m  # the old place; m (past the end) for an insertion
     if has_old:
         lo, hi = 0, m  # binary search for c (keys are unique)
         while lo < hi:
@@ -300,25 +319,32 @@ def _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, du
         due_count[due] -= 1
         due_q[q, due] -= 1
         if not has_new:
-            for j in range(p, m - 1):
-                q_copy[q, j] = q_copy[q, j + 1]
+            _shift_left(q_copy[q], p, m - 1)
             q_len[q] = m - 1
             return
     else:
-        p = m  # a new place at the end, bubbled left below
         m += 1
         q_len[q] = m
+    # the new place r among the other m - 1 copies (index j of them is position j, or j + 1
+    # from the old place p on)
+    lo, hi = 0, m - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _before(q_copy, c_issue, c_due, c_tensor, q, mid if mid < p else mid + 1,
+                   new_issue, new_due, t):
+            lo = mid + 1
+        else:
+            hi = mid
+    r = lo
+    if r <= p:
+        _shift_right(q_copy[q], r, p)
+    else:
+        _shift_left(q_copy[q], p, r)
+    q_copy[q, r] = c
     c_issue[c] = new_issue
     c_due[c] = new_due
     c_tensor[c] = t
     c_size[c] = sz
-    while p + 1 < m and _before(q_copy, c_issue, c_due, c_tensor, q, p + 1, new_issue, new_due, t):
-        q_copy[q, p] = q_copy[q, p + 1]
-        p += 1
-    while p > 0 and not _before(q_copy, c_issue, c_due, c_tensor, q, p - 1, new_issue, new_due, t):
-        q_copy[q, p] = q_copy[q, p - 1]
-        p -= 1
-    q_copy[q, p] = c
     due_count[new_due] += 1
     due_q[q, new_due] += 1
 

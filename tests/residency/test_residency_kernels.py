@@ -153,6 +153,37 @@ def test_incremental_resimulation_equals_a_full_one(seed, K):
     assert close(sim.latency, simulate(inst, _sol(inst, place, sim.solution_windows())))
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_changed_queues_equal_a_fresh_encoding(seed):
+    """Copies removed, inserted or re-keyed in place (accepted or undone) leave every queue in
+    exactly the order a fresh encoding of the same window slots gives."""
+    from memplace.model.residency.encoding import encode
+    inst, place, windows, rng = _case(seed, n_ops=12, n_tensors=12)
+    sim = Simulation(inst, place, windows, K=2, spare=1)
+    current = list(windows)
+    for _ in range(12):
+        change = _neighbour(inst, place, current, rng)
+        if change is None:
+            break
+        slot, new = change
+        sim.try_change(slot, new)
+        if rng.random() < 0.5:
+            sim.accept()
+            current = list(sim.windows)
+        else:
+            sim.reject()
+        fresh = encode(inst, sim.placement, sim.windows)
+        got = sim.enc
+        assert got.q_len.tolist() == fresh.q_len.tolist()
+        for q in range(got.q_len.shape[0]):
+            m = int(got.q_len[q])
+            assert got.q_copy[q, :m].tolist() == fresh.q_copy[q, :m].tolist()
+        assert got.serve.tolist() == fresh.serve.tolist()
+        assert got.due_q.tolist() == fresh.due_q.tolist()
+        assert got.due_count.tolist() == fresh.due_count.tolist()
+
+
 def test_every_access_windows_of_bert_match_the_reference():
     from memplace.instances import load
     inst = load("bert-base@nnpi")
