@@ -166,6 +166,21 @@ class Instance:
     def op_label(self, k: int) -> str:
         return f"op {k} {self.ops[k]['name']!r}"
 
+    def capacity_overflows(self, load: np.ndarray) -> list[tuple[int, int, str]]:
+        """For each capacity-bound level whose `load[l, k]` exceeds its capacity somewhere:
+        (level, first step over, a message naming both); the problems' validators share it."""
+        out = []
+        for l, level in enumerate(self.levels):
+            if level.capacity is None:
+                continue
+            over = np.flatnonzero(load[l] > level.capacity)
+            if over.size:
+                k = int(over[0])
+                out.append((l, k, f"level {l} {level.name!r} holds {int(load[l, k])} bytes at "
+                                  f"{self.op_label(k)}, over its capacity {level.capacity} (and "
+                                  f"{over.size - 1} more steps)"))
+        return out
+
     # ------------------------------------------------------------------ arrays
     def _build_arrays(self) -> None:
         n = self.n_ops

@@ -276,18 +276,9 @@ def load_with_windows(instance: Instance, placement: np.ndarray, windows) -> np.
 
 
 def _capacity_violations(i: Instance, solution: ResidencySolution) -> list[Violation]:
-    out = []
     load = load_with_windows(i, solution.placement, solution.windows)
-    for l, level in enumerate(i.levels):
-        if level.capacity is None:
-            continue
-        over = np.flatnonzero(load[l] > level.capacity)
-        if over.size:
-            k = int(over[0])
-            out.append(Violation("capacity", f"level {l} {level.name!r} holds {int(load[l, k])} bytes at "
-                                 f"{i.op_label(k)}, over its capacity {level.capacity} (and "
-                                 f"{over.size - 1} more steps)", -1, -1, k, l))
-    return out
+    return [Violation("capacity", message, -1, -1, k, l)
+            for l, k, message in i.capacity_overflows(load)]
 
 
 def violations(instance: Instance, solution: ResidencySolution) -> list[Violation]:

@@ -129,15 +129,7 @@ def placement_errors(instance: Instance, placement: np.ndarray,
     on addressed levels, offsets, alignment and overlaps (spec sections 3 and 5)."""
     i = instance
     errors: list[str] = []
-    load = load_profile(i, placement)
-    for l, level in enumerate(i.levels):
-        if level.capacity is None:
-            continue
-        over = np.flatnonzero(load[l] > level.capacity)
-        if over.size:
-            k = int(over[0])
-            errors.append(f"level {l} {level.name!r} holds {load[l, k]} bytes at {i.op_label(k)}, "
-                          f"over its capacity {level.capacity} (and {over.size - 1} more steps)")
+    errors.extend(message for _, _, message in i.capacity_overflows(load_profile(i, placement)))
     for l, level in enumerate(i.levels):
         if not level.addressed:
             continue
