@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.game import ResidencyGame
-from memplace.solvers.residency.planner import (HOMES_PARAM, ROLLOUTS, Incumbent, Rollout, games,
+from memplace.solvers.residency.planner import (HOMES_PARAM, search_growing, ROLLOUTS, Incumbent, Rollout,
                                                 rollout_policy)
 
 PARAMS = {
@@ -86,21 +86,10 @@ def beam_search(game: ResidencyGame, width: int, rollout: str, incumbent: Incumb
           "latency of its msa-rule rollout (pilot method); starts from msa's solution",
           params=PARAMS, deterministic=True, problem="residency")
 def solve_beam(ctx: SearchContext, width: int, rollout: str, homes: str, grow: bool) -> None:
+    def search(game: ResidencyGame, width: int) -> tuple:
+        best, run = beam_search(game, width, rollout, incumbent, ctx)
+        run["width"] = width
+        return best, run, not run.get("pruned", True)  # a search that kept every child
+
     incumbent = Incumbent(ctx, "beam")
-    rounds: list[dict] = []
-    played = games(ctx.instance, homes)
-    while not ctx.should_stop():
-        for name, game in played:
-            if ctx.should_stop():
-                break
-            best, run = beam_search(game, width, rollout, incumbent, ctx)
-            run.update(homes=name, width=width)
-            if best is not None:
-                run["latency"] = best.latency()
-                incumbent.count(1)
-                incumbent.consider(best, run["latency"])
-            rounds.append(run)
-        if not grow or not any(run.get("pruned", True) for run in rounds[-len(played):]):
-            break  # growing stops once a search kept every child: it was exhaustive
-        width *= 2
-    incumbent.finish({"searches": rounds})
+    search_growing(ctx, incumbent, homes, grow, width, search)

@@ -28,7 +28,7 @@ import numpy as np
 
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.game import ResidencyGame
-from memplace.solvers.residency.planner import (HOMES_PARAM, Incumbent, Rollout, games,
+from memplace.solvers.residency.planner import (HOMES_PARAM, search_growing, Incumbent, Rollout,
                                                 msa_order, msa_rollout)
 
 PARAMS = {
@@ -163,23 +163,11 @@ def mcts_search(game: ResidencyGame, simulations: int, tree: _Tree, ctx: SearchC
           params=PARAMS, deterministic=False, problem="residency")
 def solve_mcts(ctx: SearchContext, simulations: int, exploration: float, epsilon: float,
                homes: str, grow: bool) -> None:
+    def search(game: ResidencyGame, simulations: int) -> tuple:
+        tree = _Tree(incumbent, ctx.rng, exploration, epsilon)
+        best, exhaustive = mcts_search(game, simulations, tree, ctx)
+        return best, {"simulations": simulations, "rollouts": tree.rollouts,
+                      "reused": tree.reused, "exhaustive": exhaustive}, exhaustive
+
     incumbent = Incumbent(ctx, "mcts")
-    rounds: list[dict] = []
-    played = games(ctx.instance, homes)
-    while not ctx.should_stop():
-        for name, game in played:
-            if ctx.should_stop():
-                break
-            tree = _Tree(incumbent, ctx.rng, exploration, epsilon)
-            best, exhaustive = mcts_search(game, simulations, tree, ctx)
-            run = {"homes": name, "simulations": simulations, "rollouts": tree.rollouts,
-                   "reused": tree.reused, "exhaustive": exhaustive}
-            if best is not None:
-                run["latency"] = best.latency()
-                incumbent.count(1)
-                incumbent.consider(best, run["latency"])
-            rounds.append(run)
-        if not grow or all(run["exhaustive"] for run in rounds[-len(played):]):
-            break  # growing stops once every game was searched exhaustively
-        simulations *= 2
-    incumbent.finish({"searches": rounds})
+    search_growing(ctx, incumbent, homes, grow, simulations, search)

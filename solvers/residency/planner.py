@@ -174,3 +174,27 @@ class Incumbent:
 
 __all__ = ["HOMES", "ROLLOUTS", "HOMES_PARAM", "Incumbent", "Rollout", "games", "msa_order",
            "msa_rollout", "rollout_policy", "static_homes", "stay_rollout"]
+
+
+def search_growing(ctx: SearchContext, incumbent: "Incumbent", homes: str, grow: bool,
+                   budget: int, search: Callable[[ResidencyGame, int], tuple]) -> None:
+    """Run `search(game, budget) -> (best game or None, run notes, exhaustive)` on each game
+    of `homes`, offering every best game; while `grow` and time remain and some search was
+    not exhaustive, double the budget and search again. The runs go into the notes."""
+    rounds: list[tuple[dict, bool]] = []
+    played = games(ctx.instance, homes)
+    while not ctx.should_stop():
+        for name, game in played:
+            if ctx.should_stop():
+                break
+            best, run, exhaustive = search(game, budget)
+            run["homes"] = name
+            if best is not None:
+                run["latency"] = best.latency()
+                incumbent.count(1)
+                incumbent.consider(best, run["latency"])
+            rounds.append((run, exhaustive))
+        if not grow or all(exhaustive for _, exhaustive in rounds[-len(played):]):
+            break  # growing stops once every game was searched exhaustively
+        budget *= 2
+    incumbent.finish({"searches": [run for run, _ in rounds]})
