@@ -189,7 +189,7 @@ def _row(w: Window) -> np.ndarray:
                     np.int64)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _repeat(reps, sim, enc, state, ck, shift):
     total = 0.0
     for _ in range(reps):
@@ -202,7 +202,7 @@ def _repeat(reps, sim, enc, state, ck, shift):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _changes(incremental, sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor_access,
              access_op, size, slots, old, new, shift, latency, out):
     """Latency after each change (undone after it), incrementally or by a full re-simulation."""
@@ -210,7 +210,7 @@ def _changes(incremental, sim, enc, state, ck, scratch, K, place, tensor_ptr, te
         if incremental:
             out[j] = kernels.try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr,
                                                tensor_access, access_op, size, slots[j], old[j],
-                                               new[j], shift, latency)
+                                               new[j], shift, latency, False)
         else:
             kernels.change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slots[j],
                                   old[j], new[j])
@@ -282,7 +282,7 @@ def _c_ns(inst: Instance, enc: encoding.Enc, reps: int, repeats: int, expected: 
     return _best_of(lambda: lib.simulate(*args, i64(reps)), repeats) / reps * 1e9
 
 
-def measure(inst: Instance, changes: int = 2000, K: int = 4, seed: int = 0,
+def measure(inst: Instance, changes: int = 2000, K: int = 2, seed: int = 0,
             repeats: int = 5) -> ResidencyPerf:
     """Nanoseconds per simulation (kernel, C, reference, batch) and per one-window change."""
     i = inst

@@ -164,6 +164,8 @@ class Instance:
         return f"tensor {t} {self.tensors[t]['name']!r}"
 
     def op_label(self, k: int) -> str:
+        if not 0 <= k < self.n_ops:  # named in errors about ops out of range
+            return f"op {k} (no such op: ops are 0..{self.n_ops - 1})"
         return f"op {k} {self.ops[k]['name']!r}"
 
     def capacity_overflows(self, load: np.ndarray) -> list[tuple[int, int, str]]:

@@ -39,11 +39,12 @@ class State(NamedTuple):
     head: np.ndarray  # int64[Q]
     tail: np.ndarray
     left: np.ndarray  # float64[Q]
-    stop: np.ndarray  # int64[1]
+    stop: np.ndarray  # int64[2]: where a run stopped early; the last change's stop_from
     busy: np.ndarray  # float64[L], scratch
     need: np.ndarray  # float64[L], scratch
     no_times: np.ndarray  # float64[0]
     no_done: np.ndarray  # int64[0, 0]
+    guard: np.ndarray  # int64[4, 3]: copies an early stop waits for (run, queue, position)
 
 
 class Checkpoints(NamedTuple):
@@ -107,8 +108,8 @@ def encode(instance: Instance, placement: np.ndarray, windows: Sequence[Window |
 def initial_state(instance: Instance) -> State:
     Q = 2 * instance.n_levels
     return State(np.zeros(1), np.zeros(Q, np.int64), np.zeros(Q, np.int64), np.zeros(Q),
-                 np.full(1, -1, np.int64), np.zeros(instance.n_levels), np.zeros(instance.n_levels),
-                 np.zeros(0), np.zeros((0, 0), np.int64))
+                 np.full(2, -1, np.int64), np.zeros(instance.n_levels), np.zeros(instance.n_levels),
+                 np.zeros(0), np.zeros((0, 0), np.int64), np.full((4, 3), -1, np.int64))
 
 
 def empty_checkpoints(instance: Instance, K: int) -> Checkpoints:

@@ -14,7 +14,8 @@ Records (NamedTuples of arrays, see `encoding.py`):
   of copy ids sorted by (issue op, due op, tensor), so that a queue's joined copies are a
   prefix of it; `due_count[k]` copies due at op k, `due_q[q, k]` those of queue q.
 - `State`: `clock[0]`, `head[q]` (front copy), `tail[q]` (copies joined), `left[q]`
-  (bytes left of the front copy), `stop[0]` (the checkpoint where a run stopped early, -1);
+  (bytes left of the front copy), `stop[0]` (the checkpoint where a run stopped early, -1),
+  `stop[1]` and `guard` (the last tried change's stop rule, see `_stop_rules`);
   `busy`, `need` (float64[L]) are scratch, `no_times`/`no_done` empty timeline outputs.
 
 A checkpoint is the state before op k's wait, for every k multiple of `K`.
@@ -48,14 +49,29 @@ def _same_as(c, state, old, shift):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _guarded(c, state, old):
+    """Every copy in `state.guard` is done at checkpoint c: row (run, queue, position) with
+    run 0 the new run (its head past the position now), 1 the old one (in checkpoint c)."""
+    g = state.guard
+    for j in range(g.shape[0]):
+        run, q, p = g[j, 0], g[j, 1], g[j, 2]
+        if run == 0 and state.head[q] <= p:
+            return False
+        if run == 1 and old.head[c, q] <= p:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
 def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_latency,
                wait_out, elapsed_out, done):
     """Simulate ops k0 .. n-1 from `state` (the state before op k0's wait); return the latency.
 
     With `write_ck`, checkpoint k // K is written into `ck` at every op k multiple of K.
-    With `stop_from` >= 0, at every checkpoint op c >= stop_from the state is compared
-    with the old run's checkpoint `old` (heads shifted by `shift`); when equal, the rest
-    of the old run applies and the latency is `clock + (old_latency - old.clock[c])`.
+    With `stop_from` >= 0, at every checkpoint op c >= stop_from where the copies of
+    `state.guard` are done, the state is compared with the old run's checkpoint `old`
+    (heads shifted by `shift`); when equal, the rest of the old run applies and the latency
+    is `clock + (old_latency - old.clock[c])`.
     `wait_out`/`elapsed_out` (length n, or 0 to skip) and `done[q, i]` (the op in whose
     wait or run copy i of queue q completed; shape (0, 0) to skip) record the timeline.
     """
@@ -149,7 +165,8 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
             state.clock[0] = clock
             if write_ck:
                 _save(c, state, ck)
-            if stop_from >= 0 and k >= stop_from and _same_as(c, state, old, shift):
+            if stop_from >= 0 and k >= stop_from and _guarded(c, state, old) \
+                    and _same_as(c, state, old, shift):
                 state.stop[0] = c
                 return clock + (old_latency - old.clock[c])
         until_ck -= 1
@@ -302,9 +319,10 @@ def _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, du
     """Copy c of queue q removed, inserted or re-keyed, shifting only the copies between its
     old and new places. Both places are found by binary search and the copies between them
     moved by a plain shift (no key comparison per copy moved). Takes arrays, not the record:
-    a call passing the record costs more than this work."""
+    a call passing the record costs more than this work. Returns the copy's old position
+    (in the queue before) and new one (after), -1 for none."""
     if not has_old and not has_new:
-        return
+        return -1, -1
     m = q_len[q]
     p = m  # the old place; m (past the end) for an insertion
     if has_old:
@@ -321,7 +339,7 @@ def _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, du
         if not has_new:
             _shift_left(q_copy[q], p, m - 1)
             q_len[q] = m - 1
-            return
+            return p, -1
     else:
         m += 1
         q_len[q] = m
@@ -347,16 +365,21 @@ def _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, du
     c_size[c] = sz
     due_count[new_due] += 1
     due_q[q, new_due] += 1
+    return p if has_old else -1, r
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", _nrt=False)  # allocates nothing: no
+# reference counts (they cost more than a short re-simulation); callers keep their own
 def change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, old, new):
     """Replace window `slot` (`old`, or none when old[0] < 0) by `new` (none when new[0] < 0)
     in `enc`, in place. A window is (tensor, level, start, first, last, issue, due); a copy
-    that stays in its queue is re-keyed in place."""
+    that stays in its queue is re-keyed in place. Returns the queue positions of the slot's
+    copies: old prefetch, old eviction (in the queues before), new prefetch, new eviction
+    (after); -1 for none."""
     q_copy, q_len, c_issue, c_due = enc.q_copy, enc.q_len, enc.c_issue, enc.c_due
     c_tensor, c_size, due_count, due_q = enc.c_tensor, enc.c_size, enc.due_count, enc.due_q
     same = old[0] >= 0 and old[0] == new[0]
+    op_, oe, np_, ne = -1, -1, -1, -1
     if old[0] >= 0:
         t = old[0]
         h = place[t]
@@ -366,58 +389,111 @@ def change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, 
                 enc.serve[acc] = h
         sz = float(size[t])
         if old[2] < old[3] or (same and new[2] < new[3]):
-            _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
-                          2 * h, 2 * slot, t, sz, old[2] < old[3], old[2], old[3],
-                          same and new[2] < new[3], new[2], new[3])
+            op_, np_ = _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count,
+                                     due_q, 2 * h, 2 * slot, t, sz, old[2] < old[3], old[2], old[3],
+                                     same and new[2] < new[3], new[2], new[3])
         if old[5] >= 0 or (same and new[5] >= 0):
-            _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
-                          2 * h + 1, 2 * slot + 1, t, sz, old[5] >= 0, old[5], old[6],
-                          same and new[5] >= 0, new[5], new[6])
+            oe, ne = _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count,
+                                   due_q, 2 * h + 1, 2 * slot + 1, t, sz, old[5] >= 0, old[5],
+                                   old[6], same and new[5] >= 0, new[5], new[6])
     if new[0] >= 0:
         t = new[0]
         h = place[t]
         if not same:
             sz = float(size[t])
             if new[2] < new[3]:
-                _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
-                              2 * h, 2 * slot, t, sz, False, 0, 0, True, new[2], new[3])
+                _, np_ = _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count,
+                                       due_q, 2 * h, 2 * slot, t, sz, False, 0, 0, True, new[2],
+                                       new[3])
             if new[5] >= 0:
-                _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, due_q,
-                              2 * h + 1, 2 * slot + 1, t, sz, False, 0, 0, True, new[5], new[6])
+                _, ne = _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count,
+                                      due_q, 2 * h + 1, 2 * slot + 1, t, sz, False, 0, 0, True,
+                                      new[5], new[6])
         for x in range(tensor_ptr[t], tensor_ptr[t + 1]):
             acc = tensor_access[x]
             if new[3] <= access_op[acc] <= new[4]:
                 enc.serve[acc] = new[1]
+    return op_, oe, np_, ne
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _stop_rules(old, new, pos, place, guard, shift):
+    """Where a re-simulation after the change old -> new may meet the old run: returns the
+    last op whose inputs differ between the runs (an access served elsewhere, a copy issued
+    or due elsewhere; -1 for none) and fills `guard` with the copies that differ, which must
+    be done in both runs first, and `shift[q]`, the copies queue q gained.
+
+    Why it is exact: a checkpoint after that op, with those copies done, sees the same
+    inputs for every later op; a queue differs only in where the changed copy sits, and
+    once it is done in both runs the first `head` positions hold the same set of copies
+    (the others keep their order), so equal heads (shifted by the copies gained), tails
+    and bytes left of the front copy mean equal futures."""
+    guard[:, :] = -1
+    shift[:] = 0
+    has_o, has_n = old[0] >= 0, new[0] >= 0
+    m = -1
+    if not (has_o and has_n and old[0] == new[0] and old[1] == new[1] and old[3] == new[3]
+            and old[4] == new[4]):
+        for row, there in ((old, has_o), (new, has_n)):  # accesses served elsewhere
+            if there:
+                m = max(m, row[4], row[3])
+    other_queue = not (has_o and has_n and place[old[0]] == place[new[0]])
+    g = 0
+    for kind in range(2):  # 0: the prefetch (issue start, due first), 1: the eviction
+        i, d = (2, 3) if kind == 0 else (5, 6)
+        o = has_o and (old[2] < old[3] if kind == 0 else old[5] >= 0)
+        n = has_n and (new[2] < new[3] if kind == 0 else new[5] >= 0)
+        if o:
+            shift[2 * place[old[0]] + kind] -= 1
+        if n:
+            shift[2 * place[new[0]] + kind] += 1
+        if o != n or (o and (old[0] != new[0] or old[i] != new[i] or old[d] != new[d])):
+            if o:
+                m = max(m, old[i])
+                guard[g, 0], guard[g, 1], guard[g, 2] = 1, 2 * place[old[0]] + kind, pos[kind]
+                g += 1
+            if n:
+                m = max(m, new[i])
+                guard[g, 0], guard[g, 1], guard[g, 2] = 0, 2 * place[new[0]] + kind, pos[2 + kind]
+                g += 1
+            if o != n or other_queue or old[0] != new[0] or old[d] != new[d]:
+                if o:
+                    m = max(m, old[d])
+                if n:
+                    m = max(m, new[d])
+    return m
+
+
+@njit(cache=True, nogil=True, inline="always", _nrt=False)  # allocates nothing: no
+# reference counts (they cost more than a short re-simulation); callers keep their own
 def try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor_access, access_op,
-                      size, slot, old, new, shift, latency):
+                      size, slot, old, new, shift, latency, write):
     """Replace window `slot` (`old` -> `new`, rows as in `change_kernel`) and return the new
     latency: re-simulate from the checkpoint at or before the first op the change touches
-    (the smaller start), writing checkpoints into `scratch`, and stop early at a checkpoint
-    after the change (every op of it, up to its last, hold or due) where the state equals
-    the old run's in `ck` (heads shifted by the copies added or removed, `shift[q]`)."""
-    change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, old, new)
-    s = 1 << 62
-    m = -1
-    shift[:] = 0
-    for row, sign in ((old, -1), (new, 1)):
-        if row[0] < 0:
-            continue
-        h = place[row[0]]
-        s = min(s, row[2])
-        m = max(m, row[4], row[3], row[6])  # last, first, due: the last op the window touches
-        if row[2] < row[3]:
-            shift[2 * h] += sign
-        if row[5] >= 0:
-            shift[2 * h + 1] += sign
-    if m < 0:
+    (the smaller start), writing checkpoints into `scratch` if `write` (else `replay_kernel`
+    writes them once the change is kept: most tried changes are not), and stop early at a checkpoint
+    after the last op whose inputs the change alters, once the changed copies are done in
+    both runs, where the state equals the old run's in `ck` (heads shifted by the copies
+    added or removed, `shift[q]`; see `_stop_rules`)."""
+    if old[0] < 0 and new[0] < 0:
         return latency
-    c0 = s // K
+    pos = change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, old, new)
+    state.stop[1] = max(_stop_rules(old, new, pos, place, state.guard, shift) + 1, 0)
+    s = 1 << 62
+    for row in (old, new):
+        if row[0] >= 0:
+            s = min(s, row[2])
+    return replay_kernel(sim, enc, state, ck, scratch, K, s // K, shift, latency, write)
+
+
+@njit(cache=True, nogil=True, inline="always", _nrt=False)
+def replay_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, write):
+    """Re-simulate the change `try_change_kernel` made from checkpoint c0, with its stop rule
+    (`state.stop[1]`, `state.guard`, `shift`); with `write`, checkpoints go into `scratch`."""
     state.clock[0] = ck.clock[c0]
-    state.head[:] = ck.head[c0]
-    state.tail[:] = ck.tail[c0]
-    state.left[:] = ck.left[c0]
-    return run_kernel(sim, enc, state, c0 * K, K, scratch, True, m + 1, ck, shift, latency,
+    for q in range(state.head.shape[0]):  # element by element: no temporary, no allocation
+        state.head[q] = ck.head[c0, q]
+        state.tail[q] = ck.tail[c0, q]
+        state.left[q] = ck.left[c0, q]
+    return run_kernel(sim, enc, state, c0 * K, K, scratch, write, state.stop[1], ck, shift, latency,
                       state.no_times, state.no_times, state.no_done)

@@ -123,7 +123,7 @@ class Simulation:
     """
 
     def __init__(self, instance: Instance, placement: np.ndarray, windows: Sequence[Window],
-                 K: int = 4, spare: int = 64):
+                 K: int = 2, spare: int = 64):
         if K < 1:
             raise ValueError(f"checkpoint interval K must be >= 1, got {K}")
         i = self.instance = instance
@@ -163,11 +163,10 @@ class Simulation:
         lat = float(kernels.try_change_kernel(self.sim, self.enc, st, self.ck, self.scratch, self.K,
                                               self.placement, i.tensor_ptr, i.tensor_access,
                                               i.access_op, i.size, slot, _row(old), _row(window),
-                                              self.shift, self.latency))
+                                              self.shift, self.latency, False))
         c0 = min(w.start for w in (old, window) if w is not None) // self.K
-        shift = self.shift
         self.windows[slot] = window
-        self._pending = (slot, old, window, c0, int(st.stop[0]), lat, shift.copy())
+        self._pending = (slot, old, window, c0, int(st.stop[0]), lat, self.shift.copy())
         return lat
 
     def accept(self) -> None:
@@ -176,6 +175,12 @@ class Simulation:
             return
         slot, old, new, c0, stop, lat, shift = self._pending
         ck, sc = self.ck, self.scratch
+        # the try wrote no checkpoints (most tries are rejected): replay it, writing them
+        again = kernels.replay_kernel(self.sim, self.enc, self.state, ck, sc, self.K, c0, shift,
+                                      self.latency, True)
+        if again != lat or self.state.stop[0] != stop:
+            raise AssertionError(f"replaying a change gave {again!r} (stop {self.state.stop[0]}), "
+                                 f"its try {lat!r} (stop {stop})")
         end = ck.clock.shape[0] if stop < 0 else stop + 1
         if stop >= 0:
             delta = sc.clock[stop] - ck.clock[stop]

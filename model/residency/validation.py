@@ -268,10 +268,11 @@ def load_with_windows(instance: Instance, placement: np.ndarray, windows) -> np.
     diff = np.zeros((i.n_levels, i.n_ops + 1), np.int64)
     np.add.at(diff, (placement, i.start), i.size)
     np.add.at(diff, (placement, i.end + 1), -i.size)
-    for win in windows:
-        if win.start <= win.hold:
-            diff[win.level, win.start] += i.size[win.tensor]
-            diff[win.level, win.hold + 1] -= i.size[win.tensor]
+    for win in windows:  # clipped to the schedule: ops outside it are a rule of their own
+        lo, hi = max(win.start, 0), min(win.hold, i.n_ops - 1)
+        if lo <= hi:
+            diff[win.level, lo] += i.size[win.tensor]
+            diff[win.level, hi + 1] -= i.size[win.tensor]
     return np.cumsum(diff[:, :-1], axis=1)
 
 

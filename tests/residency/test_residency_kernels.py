@@ -2,6 +2,7 @@
 random instances and random valid window sets (tests/residency_windows.py)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -106,8 +107,44 @@ def test_batch_equals_one_by_one(seed):
     assert got.tolist() == [simulate(inst, _sol(inst, place, ws)) for ws in sets]
 
 
+def _valid(inst, place, windows) -> bool:
+    return {v.rule for v in violations(inst, _sol(inst, place, windows))} <= {"capacity"}
+
+
+def _perturbed(inst, place, windows, rng):
+    """An existing window with one field moved (its start, its eviction's issue or due, its
+    last op or its level), kept only if the set stays valid: the small changes a search
+    makes, where a re-simulation may meet the old run before the window's first use."""
+    live = [(s, w) for s, w in enumerate(windows) if w is not None]
+    if not live:
+        return None
+    for _ in range(20):
+        slot, w = live[int(rng.integers(0, len(live)))]
+        d = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+        field = int(rng.integers(0, 4))
+        if field == 0 and w.is_prefetch:
+            cand = dataclasses.replace(w, start=w.start + d)
+        elif field == 1 and w.evict is not None:
+            issue, due = w.evict
+            cand = dataclasses.replace(w, evict=(issue + d, due) if rng.random() < 0.5 else (issue, due + d))
+        elif field == 2:
+            cand = dataclasses.replace(w, last=w.last + d)
+        elif field == 3 and place[w.tensor] > 1:
+            cand = dataclasses.replace(w, level=int(rng.integers(0, place[w.tensor])))
+        else:
+            continue
+        trial = [u for s, u in enumerate(windows) if u is not None and s != slot] + [cand]
+        if cand != w and _valid(inst, place, trial):
+            return slot, cand
+    return None
+
+
 def _neighbour(inst, place, windows, rng):
     """A random one-window change that keeps the set valid: (slot, new window or None)."""
+    if rng.random() < 0.4:
+        change = _perturbed(inst, place, windows, rng)
+        if change is not None:
+            return change
     for _ in range(20):
         fresh = random_windows(inst, place, rng, density=0.9)
         slot = int(rng.integers(0, len(windows) + 1))
@@ -119,8 +156,7 @@ def _neighbour(inst, place, windows, rng):
             continue
         cand = pool[int(rng.integers(0, len(pool)))]
         trial = [w for s, w in enumerate(windows) if w is not None and s != slot] + [cand]
-        if not violations(inst, _sol(inst, place, trial)) or \
-                {v.rule for v in violations(inst, _sol(inst, place, trial))} <= {"capacity"}:
+        if _valid(inst, place, trial):
             return slot, cand
     return None
 
@@ -204,3 +240,28 @@ def test_window_changes_of_a_tensor_slot_keep_other_slots():
         sim.accept()
         assert sim.windows[0] is None and sim.solution_windows() == tuple(windows[1:])
         assert isinstance(windows[0], Window)
+
+
+def test_a_moved_prefetch_start_meets_the_old_run_before_its_first_use():
+    """Only the issue op of a prefetch moves: the re-simulation may stop once the copy is
+    done in both runs, before the window's first use, and still equal a full one."""
+    early = 0
+    for seed in range(40):
+        inst, place, windows, _ = _case(seed, n_ops=24, n_tensors=16)
+        sim = Simulation(inst, place, windows, K=2)
+        for slot, w in enumerate(windows):
+            moved = dataclasses.replace(w, start=w.start + 1)
+            trial = windows[:slot] + [moved] + windows[slot + 1:]
+            if not w.is_prefetch or moved.start >= w.first or not _valid(inst, place, trial):
+                continue
+            got = sim.try_change(slot, moved)
+            stop = sim._pending[4]
+            assert close(got, simulate(inst, _sol(inst, place, trial)))
+            early += 0 <= stop and 2 * stop < w.first
+            if seed % 2:
+                sim.accept()
+                windows = trial
+            else:
+                sim.reject()
+        assert close(sim.latency, simulate(inst, _sol(inst, place, windows)))
+    assert early > 0
