@@ -170,6 +170,7 @@ def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
     from memplace.model import load_profile
     plt = _pyplot()
     placement = np.array([inst.level_index(name) for name in record["placement"]], np.int64)
+    windows: tuple = ()
     if results.is_residency:  # homes and windows occupy the levels together
         from memplace.model.residency import load_with_windows
         windows = results.problem.from_record(inst, record).windows
@@ -179,7 +180,12 @@ def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
     steps = np.arange(inst.n_ops)
     traffic = _traffic_by_level(inst, placement)
     colors = [plt.cm.viridis(l / max(1, inst.n_levels - 1)) for l in range(inst.n_levels)]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
+    if windows:
+        fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(10, 9.5), sharex=True,
+                                                  gridspec_kw={"height_ratios": [3, 3, 2]})
+        _window_bars(middle, inst, windows, colors)
+    else:
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
     for l, level in enumerate(inst.levels):
         if level.capacity is None:
             continue
@@ -200,6 +206,42 @@ def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
     paths = _save(fig, folder, f"placement_{safe_stem(instance)}")
     plt.close(fig)
     return paths
+
+
+def _window_bars(ax, inst: Any, windows, colors) -> None:
+    """Each residency window as a bar over its occupancy (start .. hold), one lane per bar
+    (lanes reused greedily, grouped by level): light while its copy is in flight (start ..
+    first - 1), solid while it serves accesses (first .. last), hatched while it waits for
+    its eviction (last + 1 .. hold)."""
+    ticks, labels, base = [], [], 0
+    for l in range(inst.n_levels):
+        mine = sorted((w for w in windows if w.level == l), key=lambda w: (w.start, w.hold))
+        if not mine:
+            continue
+        lane_end: list[int] = []  # last op held by each lane's latest bar
+        for w in mine:
+            lane = next((j for j, end in enumerate(lane_end) if end < w.start), len(lane_end))
+            if lane == len(lane_end):
+                lane_end.append(w.hold)
+            lane_end[lane] = w.hold
+            y = base + lane
+            if w.first > w.start:
+                ax.barh(y, w.first - w.start, left=w.start - 0.5, height=0.8, color=colors[l],
+                        alpha=0.35, lw=0)
+            ax.barh(y, w.last - w.first + 1, left=w.first - 0.5, height=0.8, color=colors[l], lw=0)
+            if w.hold > w.last:
+                ax.barh(y, w.hold - w.last, left=w.last + 0.5, height=0.8, color="none",
+                        edgecolor=colors[l], hatch="////", lw=0.3)
+        ticks.append(base + (len(lane_end) - 1) / 2)
+        labels.append(f"{inst.levels[l].name}\n{len(mine)} windows")
+        base += len(lane_end) + 1
+    ax.set_yticks(ticks, labels, fontsize=7)
+    ax.set_ylim(-1, max(base - 1, 1))
+    ax.invert_yaxis()
+    ax.set_ylabel("windows")
+    ax.set_title("windows over their occupancy: light = copy in flight, solid = serving, "
+                 "hatched = waiting for its eviction", fontsize=8)
+    ax.grid(alpha=0.3, axis="x")
 
 
 def _traffic_by_level(inst: Any, placement: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from memplace.bench.results import GAP_SHIFT, TARGETS, TIME_SHIFT, Results
+from memplace.bench.results import GAP_SHIFT, TARGETS, TIME_SHIFT, Results, relative_gap
 
 Format = Callable[[Any], str]
 TEXT_KEYS = ("instance", "solver")  # left-aligned columns; the rest are numbers
@@ -170,5 +170,52 @@ def solver_table(results: Results) -> Table:
     return Table("solvers", caption, columns, rows)
 
 
+def headline_table(results: Results) -> Table:
+    """Residency: per instance, the best solution of any solver against msa, the static
+    optimum and all-slowest, and its gap to the best proven lower bound; a last row with
+    the geometric means of the speedups."""
+    base = results.problem.baselines
+    columns = [Column("instance", "instance", _text), Column("ops", "ops", _text),
+               Column(f"{base['compiler']} (µs)", "baseline_latency_s", US),
+               Column("best (µs)", "best_latency_s", US), Column("best solver", "solver", _text),
+               Column(f"vs {base['compiler']}", "speedup_vs_compiler", RATIO),
+               Column("vs static optimum", "speedup_vs_static_optimum", RATIO),
+               Column(f"vs {base['slowest']}", "speedup_vs_slowest", RATIO),
+               Column("lower bound (µs)", "lower_bound_s", US),
+               Column("gap to bound (%)", "gap_to_bound", PERCENT)]
+    rows, ratios = [], {"vs_compiler": [], "vs_static": [], "vs_slowest": []}
+    for instance in results.instances:
+        record = results.best_record(instance)
+        inst = results.instance(instance)
+        if record is None or inst is None:
+            continue
+        best = record["latency"]
+        msa, slowest = results.compiler(instance), results.slowest(instance)
+        static = results.static_optimum(instance)
+        bound = results.best_bound(instance)
+        row = [instance, inst.n_ops, msa, best, record["solver"],
+               None if msa is None else msa / best,
+               None if static is None else static["latency"] / best,
+               None if slowest is None else slowest / best,
+               bound, None if bound is None else relative_gap(best, bound)]
+        for key, value in zip(ratios, row[5:8]):
+            if value is not None:
+                ratios[key].append(value)
+        rows.append(row)
+    if rows:
+        mean = [None if not v else math.exp(sum(math.log(x) for x in v) / len(v))
+                for v in ratios.values()]
+        rows.append(["geometric mean", "", None, None, "", *mean, None, None])
+    caption = (f"Residency headline: per instance, the best solution of any solver and seed "
+               f"against {base['compiler']} (XLA's memory-space assignment), the static optimum "
+               f"of the same instance (milp on the static problem, 60 s) and all tensors in the "
+               f"slowest level ({base['slowest']}); the best proven lower bound of any run and "
+               f"the best solution's gap to it.")
+    return Table("headline", caption + provenance_note(results), columns, rows)
+
+
 def write_tables(results: Results, folder: Path) -> list[Path]:
-    return instance_table(results).write(folder) + solver_table(results).write(folder)
+    paths = instance_table(results).write(folder) + solver_table(results).write(folder)
+    if results.is_residency:
+        paths += headline_table(results).write(folder)
+    return paths

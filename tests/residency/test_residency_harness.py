@@ -92,6 +92,33 @@ def test_residency_records_carry_the_problem_and_report_the_static_optimum(tmp_p
     assert cell.notes["prefetches"] == sum(1 for w in record["windows"] if w["start"] < w["first"])
 
 
+def test_the_headline_compares_the_best_run_with_msa_and_draws_its_windows(tmp_path):
+    from memplace.bench.report_plots import placement_plot
+    from memplace.bench.report_tables import headline_table
+    inst = load(SMALL)
+    params = {"min_overlap": 0.8, "preferred_overlap": 1.5, "max_overlap": 10.0,
+              "max_repacks": 16, "homes": "slowest"}
+    records = [run(Task(inst.name, SMALL, inst.fingerprint(), solver, p, 0, 30.0,
+                        problem="residency"))
+               for solver, p in (("msa", params), ("all-slowest", {}))]
+    assert all(r["status"] == "feasible" for r in records)
+    msa, slowest = (r["latency"] for r in records)
+    (tmp_path / STATIC_OPTIMUM_FILE).write_text(json.dumps({inst.name: {
+        "latency": 3 * msa, "status": "optimal", "sha256": inst.fingerprint()}}))
+    results = Results(records, cache_folder=tmp_path)
+    table = headline_table(results)
+    row, mean = table.rows
+    assert row[:5] == [inst.name, inst.n_ops, msa, msa, "msa"]
+    assert math.isclose(row[5], 1.0) and math.isclose(row[6], 3.0)
+    assert math.isclose(row[7], slowest / msa)
+    assert mean[0] == "geometric mean" and math.isclose(mean[6], 3.0)
+    assert "msa (µs)" in table.markdown()
+    assert records[0]["windows"], "msa makes windows on this instance: the panel has bars"
+    paths = placement_plot(results, tmp_path, inst.name)
+    svg = next(p for p in paths if p.suffix == ".svg").read_text()
+    assert "windows over their occupancy" in svg
+
+
 def test_a_runs_file_mixing_problems_is_refused():
     from memplace.model.core.errors import MemplaceError
     base = {"instance": "a", "solver": "s", "params": {}, "seed": 0, "time_limit": 1.0,
