@@ -163,54 +163,43 @@ def vgg16(batch: int = 1, width: int = 1) -> dict[str, Any]:
     return net.to_dict()
 
 
-# ---------------------------------------------------------------------- MobileNetV2
+# ---------------------------------------------------------------------- MobileNetV2, EfficientNet-B0
 MOBILENETV2_SOURCE = ("Sandler, Howard, Zhu, Zhmoginov, Chen: MobileNetV2: Inverted Residuals "
                       "and Linear Bottlenecks, CVPR 2018 (Table 2)")
-# (expansion t, output channels c, repeats n, first stride s)
-MOBILENETV2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                      (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+EFFICIENTNET_SOURCE = ("Tan, Le: EfficientNet: Rethinking Model Scaling for Convolutional "
+                       "Neural Networks, ICML 2019 (Table 1, B0; SE ratio 0.25, swish)")
+# Blocks as (expansion, kernel, first stride, output channels, repeats). MobileNetV2's
+# table reads (t, c, n, s), and its depthwise kernels are all 3x3.
+MOBILENETV2_BLOCKS = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 3, 2, 32, 3), (6, 3, 2, 64, 4),
+                      (6, 3, 1, 96, 3), (6, 3, 2, 160, 3), (6, 3, 1, 320, 1))
+EFFICIENTNET_B0_BLOCKS = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+                          (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1))
 
 
 def mobilenetv2(batch: int = 1, width: int = 1) -> dict[str, Any]:
     """MobileNetV2 (width multiplier 1.0): inverted residual blocks of expand 1x1,
     depthwise 3x3, project 1x1 (with the residual add fused when shapes match)."""
     net = CNN("mobilenetv2", batch, width, MOBILENETV2_SOURCE)
-    x = net.image(224, 224, 3)
-    x = net.conv("conv0", x, 32, 3, stride=2)
-    i = 0
-    for t, c, n, s in MOBILENETV2_BLOCKS:
-        for r in range(n):
-            stride = s if r == 0 else 1
-            name = f"block{i}"
-            y = x
-            if t != 1:
-                y = net.conv(f"{name}.expand", y, t * x.c, 1)
-            y = net.conv(f"{name}.depthwise", y, y.c, 3, stride=stride, groups=y.c)
-            residual = x if stride == 1 and x.c == c else None
-            x = net.conv(f"{name}.project", y, c, 1, shortcut=residual)
-            i += 1
-    x = net.conv("conv_last", x, 1280, 1)
-    x = net.global_pool("avgpool", x)
-    net.fc("classifier", x, 1000)
-    return net.to_dict()
-
-
-# ---------------------------------------------------------------------- EfficientNet-B0
-EFFICIENTNET_SOURCE = ("Tan, Le: EfficientNet: Rethinking Model Scaling for Convolutional "
-                       "Neural Networks, ICML 2019 (Table 1, B0; SE ratio 0.25, swish)")
-# (expansion, kernel, first stride, output channels, repeats)
-EFFICIENTNET_B0_BLOCKS = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
-                          (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1))
+    return _inverted_residuals(net, "conv0", MOBILENETV2_BLOCKS, "conv_last", squeeze_excite=False)
 
 
 def efficientnet_b0(batch: int = 1, width: int = 1) -> dict[str, Any]:
     """EfficientNet-B0: MBConv blocks of expand, depthwise, squeeze-excite (pool, two
     fully connected layers, channel scale) and project (+ fused residual add)."""
     net = CNN("efficientnet-b0", batch, width, EFFICIENTNET_SOURCE)
-    x = net.image(224, 224, 3)
-    x = net.conv("stem", x, 32, 3, stride=2)
+    return _inverted_residuals(net, "stem", EFFICIENTNET_B0_BLOCKS, "head", squeeze_excite=True)
+
+
+def _inverted_residuals(net: CNN, stem: str, blocks: tuple[tuple[int, ...], ...], head: str,
+                        squeeze_excite: bool) -> dict[str, Any]:
+    """The MobileNetV2/EfficientNet body on a 224x224 image: a 3x3 stride-2 stem conv of 32
+    channels, `blocks` of (expansion, kernel, first stride, output channels, repeats), each
+    block expand 1x1 (unless the expansion is 1), depthwise, squeeze-excite (pool, two fully
+    connected layers, channel scale) when asked, project 1x1 (+ fused residual add where the
+    shapes match); then a 1x1 conv to 1280 channels, global pooling and the classifier."""
+    x = net.conv(stem, net.image(224, 224, 3), 32, 3, stride=2)
     i = 0
-    for expand, k, s, c, n in EFFICIENTNET_B0_BLOCKS:
+    for expand, k, s, c, n in blocks:
         for r in range(n):
             stride = s if r == 0 else 1
             name = f"block{i}"
@@ -218,14 +207,15 @@ def efficientnet_b0(batch: int = 1, width: int = 1) -> dict[str, Any]:
             if expand != 1:
                 y = net.conv(f"{name}.expand", y, expand * x.c, 1)
             y = net.conv(f"{name}.depthwise", y, y.c, k, stride=stride, groups=y.c)
-            squeezed = net.global_pool(f"{name}.se.pool", y)
-            squeezed = net.fc(f"{name}.se.reduce", squeezed, max(1, x.c // 4), activation="swish")
-            squeezed = net.fc(f"{name}.se.expand", squeezed, y.c, activation="sigmoid")
-            y = net.scale(f"{name}.se.scale", y, squeezed)
+            if squeeze_excite:
+                squeezed = net.global_pool(f"{name}.se.pool", y)
+                squeezed = net.fc(f"{name}.se.reduce", squeezed, max(1, x.c // 4), activation="swish")
+                squeezed = net.fc(f"{name}.se.expand", squeezed, y.c, activation="sigmoid")
+                y = net.scale(f"{name}.se.scale", y, squeezed)
             residual = x if stride == 1 and x.c == c else None
             x = net.conv(f"{name}.project", y, c, 1, shortcut=residual)
             i += 1
-    x = net.conv("head", x, 1280, 1)
+    x = net.conv(head, x, 1280, 1)
     x = net.global_pool("avgpool", x)
     net.fc("classifier", x, 1000)
     return net.to_dict()

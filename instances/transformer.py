@@ -102,6 +102,17 @@ class Transformer:
         t = self.move(f"{name}.context.reshape", "reshape", t, B * S * D)
         return Act(t, B * S, D)
 
+    def self_attention(self, name: str, x: Act, mask: int | None) -> Act:
+        """Query, key and value projections of `x` (`name.query`, ...), attention and the
+        output projection `name.output`."""
+        q, k, v = (self.linear(f"{name}.{part}", x, self.hidden) for part in ("query", "key", "value"))
+        return self.linear(f"{name}.output", self.attention(name, q, k, v, mask), self.hidden)
+
+    def feed_forward(self, name: str, x: Act, inner: int, parts: tuple[str, str, str]) -> Act:
+        """Linear to `inner` elements, GELU, linear back to hidden; ops `name.<part>`."""
+        up, gelu, down = (f"{name}.{part}" for part in parts)
+        return self.linear(down, self.unary(gelu, "gelu", self.linear(up, x, inner)), self.hidden)
+
     def embedding(self, name: str, table_rows: int) -> int:
         """An embedding table of `table_rows` x hidden: a weight of its full size."""
         return self.g.weight(name, table_rows * self.hidden)
@@ -156,16 +167,9 @@ def bert_base(batch: int = 1, width: int = 1, seq_len: int = 128) -> dict[str, A
     mask = g.elementwise("extended_attention_mask", "mul", [attention_mask], rows)
     for i in range(L):
         p = f"layer{i}"
-        q = net.linear(f"{p}.attention.query", x, D)
-        k = net.linear(f"{p}.attention.key", x, D)
-        v = net.linear(f"{p}.attention.value", x, D)
-        ctx = net.attention(f"{p}.attention", q, k, v, mask)
-        y = net.linear(f"{p}.attention.output", ctx, D)
-        y = net.add(f"{p}.attention.residual", y, x)
+        y = net.add(f"{p}.attention.residual", net.self_attention(f"{p}.attention", x, mask), x)
         x = net.layernorm(f"{p}.attention.layernorm", y)
-        y = net.linear(f"{p}.intermediate", x, F)
-        y = net.unary(f"{p}.gelu", "gelu", y)
-        y = net.linear(f"{p}.output", y, D)
+        y = net.feed_forward(p, x, F, ("intermediate", "gelu", "output"))
         y = net.add(f"{p}.output.residual", y, x)
         x = net.layernorm(f"{p}.output.layernorm", y)
     cls = net.first_token("pooler.first_token", x)
@@ -196,17 +200,9 @@ def vit_b16(batch: int = 1, width: int = 1) -> dict[str, Any]:
     for i in range(L):
         p = f"layer{i}"
         y = net.layernorm(f"{p}.ln1", x)
-        q = net.linear(f"{p}.attention.query", y, D)
-        k = net.linear(f"{p}.attention.key", y, D)
-        v = net.linear(f"{p}.attention.value", y, D)
-        ctx = net.attention(f"{p}.attention", q, k, v, None)
-        y = net.linear(f"{p}.attention.output", ctx, D)
-        x = net.add(f"{p}.attention.residual", y, x)
+        x = net.add(f"{p}.attention.residual", net.self_attention(f"{p}.attention", y, None), x)
         y = net.layernorm(f"{p}.ln2", x)
-        y = net.linear(f"{p}.mlp.fc1", y, F)
-        y = net.unary(f"{p}.mlp.gelu", "gelu", y)
-        y = net.linear(f"{p}.mlp.fc2", y, D)
-        x = net.add(f"{p}.mlp.residual", y, x)
+        x = net.add(f"{p}.mlp.residual", net.feed_forward(f"{p}.mlp", y, F, ("fc1", "gelu", "fc2")), x)
     x = net.layernorm("final_layernorm", x)
     cls = net.first_token("cls_token.slice", x)
     net.linear("head", cls, 1000)
@@ -242,9 +238,7 @@ def gpt2(batch: int = 1, width: int = 1, seq_len: int = 512) -> dict[str, Any]:
         y = net.linear(f"{p}.attn.c_proj", ctx, D)
         x = net.add(f"{p}.attn.residual", y, x)
         y = net.layernorm(f"{p}.ln_2", x)
-        y = net.linear(f"{p}.mlp.c_fc", y, F)
-        y = net.unary(f"{p}.mlp.gelu", "gelu", y)
-        y = net.linear(f"{p}.mlp.c_proj", y, D)
+        y = net.feed_forward(f"{p}.mlp", y, F, ("c_fc", "gelu", "c_proj"))
         x = net.add(f"{p}.mlp.residual", y, x)
     x = net.layernorm("ln_f", x)
     last = net.last_token("last_token", x)
