@@ -89,28 +89,24 @@ def tree_range_max(tree_max, tree_add, leaves, l, lo, hi):
     right = np.int64(0)
     have_left = False
     have_right = False
-    while a < b:
-        if a & 1:
-            v = tree_max[l, a]
-            if not have_left or v > left:
-                left = v
-            have_left = True
-            a += 1
-        if b & 1:
-            b -= 1
-            v = tree_max[l, b]
-            if not have_right or v > right:
-                right = v
-            have_right = True
-        a >>= 1
-        b >>= 1
-        pa >>= 1
-        pb >>= 1
-        if have_left:
-            left += tree_add[l, pa]
-        if have_right:
-            right += tree_add[l, pb]
-    while pa > 1:
+    # Collect while nodes remain between a and b; keep climbing to the root after that, as
+    # the pending adds above the last collected nodes count too.
+    while a < b or pa > 1:
+        if a < b:
+            if a & 1:
+                v = tree_max[l, a]
+                if not have_left or v > left:
+                    left = v
+                have_left = True
+                a += 1
+            if b & 1:
+                b -= 1
+                v = tree_max[l, b]
+                if not have_right or v > right:
+                    right = v
+                have_right = True
+            a >>= 1
+            b >>= 1
         pa >>= 1
         pb >>= 1
         if have_left:
