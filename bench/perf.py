@@ -67,12 +67,13 @@ class PerfFigures:
                 f"delta_ns={self.delta_ns:.1f} python_ref_ns={self.python_ref_ns:.1f} c_batch_ns={c}")
 
 
-def _best_of(fn, repeats: int) -> float:
+def best_of(fn, repeats: int, clock=time.perf_counter) -> float:
+    """Least seconds of `repeats` calls of `fn` by `clock` (wall time unless told)."""
     best = float("inf")
     for _ in range(repeats):
-        began = time.perf_counter()
+        began = clock()
         fn()
-        best = min(best, time.perf_counter() - began)
+        best = min(best, clock() - began)
     return best
 
 
@@ -108,7 +109,7 @@ def _c_batch_ns(inst: Instance, pop: np.ndarray, repeats: int) -> float | None:
     args = (ptr(pop), ctypes.c_int64(pop.shape[0]), ctypes.c_int64(pop.shape[1]), ptr(inst.compute),
             ctypes.c_int64(inst.n_ops), ptr(inst.op_ptr), ptr(inst.op_tensor), ptr(inst.access_time),
             ctypes.c_int64(inst.n_levels), ptr(out))
-    seconds = _best_of(lambda: lib.latency_batch(*args), repeats)
+    seconds = best_of(lambda: lib.latency_batch(*args), repeats)
     expected = np.empty(pop.shape[0])
     kernels.latency_batch_kernel(pop, inst.compute, inst.op_ptr, inst.op_tensor, inst.access_time, expected)
     if not np.allclose(out, expected, rtol=1e-12, atol=0):
@@ -127,16 +128,16 @@ def measure(inst: Instance, population: int = 1024, moves: int = 1_000_000, seed
     args = (i.compute, i.op_ptr, i.op_tensor, i.access_time)
     kernels.latency_kernel(place, *args)  # compile / load from cache before timing
     calls = 2000
-    single = _best_of(lambda: [kernels.latency_kernel(place, *args) for _ in range(calls)], repeats) / calls
-    batch = _best_of(lambda: kernels.latency_batch_kernel(pop, *args, out), repeats) / population
+    single = best_of(lambda: [kernels.latency_kernel(place, *args) for _ in range(calls)], repeats) / calls
+    batch = best_of(lambda: kernels.latency_batch_kernel(pop, *args, out), repeats) / population
     tensors = rng.integers(0, i.n_tensors, moves).astype(np.int64)
     levels = rng.integers(0, i.n_levels, moves).astype(np.int64)
     delta_args = (place, tensors, levels, i.arrays)
     _delta_loop(*delta_args)
-    delta = _best_of(lambda: _delta_loop(*delta_args), repeats) / moves
+    delta = best_of(lambda: _delta_loop(*delta_args), repeats) / moves
     plain = place.tolist()
     ref_calls = 3
-    python_ref = _best_of(lambda: [ref.latency(i.data, plain) for _ in range(ref_calls)], 2) / ref_calls
+    python_ref = best_of(lambda: [ref.latency(i.data, plain) for _ in range(ref_calls)], 2) / ref_calls
     return PerfFigures(single * 1e9, batch * 1e9, delta * 1e9, python_ref * 1e9,
                        _c_batch_ns(i, pop, repeats))
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from memplace.bench.perf import c_library
+from memplace.bench.perf import best_of, c_library
 from memplace.model import Instance
 from memplace.model.residency import ResidencySolution, Simulation, Window, reference, valid_from
 from memplace.model.residency import encoding, kernels
@@ -250,12 +250,7 @@ class ResidencyPerf:
 def _best_of(fn, repeats: int) -> float:
     """Least CPU seconds of `repeats` calls: CPU time, not wall time, so that other jobs on
     a shared machine do not count (each timed call runs on one thread)."""
-    best = float("inf")
-    for _ in range(repeats):
-        began = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - began)
-    return best
+    return best_of(fn, repeats, time.thread_time)
 
 
 def _c_library() -> ctypes.CDLL | None:
