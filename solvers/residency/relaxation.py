@@ -96,6 +96,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memplace.model import Instance, latency
+from memplace.solvers.highs import column_lp, new_highs, run
 
 INF = math.inf
 
@@ -403,9 +404,8 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
 
 def highs_lp(model: Relaxation, relax: bool = False):
     """The model as a highspy HighsLp (integrality dropped when `relax`)."""
-    import highspy
     b = model.builder
-    n_cols, n_rows = len(b.lo), len(b.rlo)
+    n_cols = len(b.lo)
     rows = np.asarray(b.r, np.int64)
     cols = np.asarray(b.c, np.int64)
     vals = np.asarray(b.v, np.float64)
@@ -413,24 +413,9 @@ def highs_lp(model: Relaxation, relax: bool = False):
     rows, cols, vals = rows[order], cols[order], vals[order]
     start = np.zeros(n_cols + 1, np.int64)
     np.cumsum(np.bincount(cols, minlength=n_cols), out=start[1:])
-    lp = highspy.HighsLp()
-    lp.num_col_ = n_cols
-    lp.num_row_ = n_rows
-    lp.col_cost_ = np.asarray(b.cost, np.float64)
-    lp.col_lower_ = np.asarray(b.lo, np.float64)
-    lp.col_upper_ = np.asarray(b.hi, np.float64)
-    lp.row_lower_ = np.asarray(b.rlo, np.float64)
-    lp.row_upper_ = np.asarray(b.rhi, np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = start.astype(np.int32)
-    lp.a_matrix_.index_ = rows.astype(np.int32)
-    lp.a_matrix_.value_ = vals
-    lp.a_matrix_.num_col_ = n_cols
-    lp.a_matrix_.num_row_ = n_rows
-    if not relax:
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in b.integer]
-    return lp
+    return column_lp(np.asarray(b.cost, np.float64), np.asarray(b.lo, np.float64),
+                     np.asarray(b.hi, np.float64), np.asarray(b.rlo, np.float64),
+                     np.asarray(b.rhi, np.float64), start, rows, vals, b.integer, relax)
 
 
 # HiGHS's dual bound is proven up to its feasibility tolerances: the bound reported is
@@ -455,25 +440,10 @@ def solve_relaxation(model: Relaxation, time_limit: float | None, gap: float = 1
                      should_stop=None) -> Outcome:
     """Run HiGHS on the model; the bound is its proven dual bound (lowered by
     BOUND_MARGIN), or the LP optimum with `relax`."""
-    import time
-
-    import highspy
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", int(threads))
-    h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
+    h = new_highs(threads, seed, time_limit)
     h.setOptionValue("mip_rel_gap", float(gap))
-    if time_limit is not None and math.isfinite(time_limit):
-        h.setOptionValue("time_limit", max(0.01, float(time_limit)))
     h.passModel(highs_lp(model, relax))
-    if should_stop is not None and not relax:
-        def interrupt(event):
-            if should_stop():
-                event.interrupt()
-        h.cbMipInterrupt.subscribe(interrupt)
-    began = time.perf_counter()
-    h.run()
-    seconds = time.perf_counter() - began
+    seconds = run(h, None if relax else should_stop)
     status = h.modelStatusToString(h.getModelStatus())
     info = h.getInfo()
     values, objective = None, INF

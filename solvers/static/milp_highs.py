@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memplace.model import Instance, latency
+from memplace.solvers.highs import column_lp, new_highs, run
 
 
 @dataclass
@@ -328,37 +329,9 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
 
 def highs_model(form: Formulation, relax: bool = False):
     """A highspy HighsLp of the formulation (integrality dropped when `relax`)."""
-    import highspy
-    lp = highspy.HighsLp()
-    lp.num_col_ = form.n_cols
-    lp.num_row_ = form.n_rows
-    lp.col_cost_ = form.cost
-    lp.col_lower_ = form.col_lower
-    lp.col_upper_ = form.col_upper
-    lp.row_lower_ = form.row_lower
-    lp.row_upper_ = form.row_upper
-    lp.offset_ = form.offset * form.scale
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = form.a_start.astype(np.int32)
-    lp.a_matrix_.index_ = form.a_index.astype(np.int32)
-    lp.a_matrix_.value_ = form.a_value
-    lp.a_matrix_.num_col_ = form.n_cols
-    lp.a_matrix_.num_row_ = form.n_rows
-    if not relax:
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in form.integrality]
-    return lp
-
-
-def new_highs(threads: int, seed: int, time_limit: float | None, log: bool = False):
-    import highspy
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", bool(log))
-    h.setOptionValue("threads", int(threads))
-    h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
-    if time_limit is not None and math.isfinite(time_limit):
-        h.setOptionValue("time_limit", max(0.01, float(time_limit)))
-    return h
+    return column_lp(form.cost, form.col_lower, form.col_upper, form.row_lower, form.row_upper,
+                     form.a_start, form.a_index, form.a_value, form.integrality, relax,
+                     offset=form.offset * form.scale)
 
 
 @dataclass
@@ -377,8 +350,6 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
     """Solve the MILP with highspy. `warm`: column values of a feasible start.
     `should_stop()` is polled by HiGHS; `on_solution(values)` sees each improving
     incumbent (column values of the original model)."""
-    import time
-
     h = new_highs(threads, seed, time_limit, log)
     h.setOptionValue("mip_rel_gap", float(gap))
     h.setOptionValue("mip_abs_gap", 0.0)
@@ -391,18 +362,11 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
     h.passModel(highs_model(form))
     if warm is not None:
         h.setSolution(_solution(warm))
-    if should_stop is not None:
-        def interrupt(event):
-            if should_stop():
-                event.interrupt()
-        h.cbMipInterrupt.subscribe(interrupt)
     if on_solution is not None:
         def improving(event):
             on_solution(np.array(event.data_out.mip_solution, dtype=np.float64))
         h.cbMipImprovingSolution.subscribe(improving)
-    began = time.perf_counter()
-    h.run()
-    seconds = time.perf_counter() - began
+    seconds = run(h, should_stop)
     status = h.modelStatusToString(h.getModelStatus())
     info = h.getInfo()
     values = None

@@ -1,0 +1,67 @@
+"""HiGHS (through highspy) as the MILPs of both problems use it: the static placement MILP
+(`static/milp_highs.py`, its LP relaxation) and the residency bound
+(`residency/relaxation.py`). Not a solver: it registers nothing; it lives beside the
+problems' solver packages so that neither imports the other's modules.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+
+def new_highs(threads: int, seed: int, time_limit: float | None, log: bool = False) -> Any:
+    """A `highspy.Highs` with the options every solve here sets: quiet unless `log`,
+    `threads`, a seed HiGHS accepts, and a time limit when one is given."""
+    import highspy
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", bool(log))
+    h.setOptionValue("threads", int(threads))
+    h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
+    if time_limit is not None and math.isfinite(time_limit):
+        h.setOptionValue("time_limit", max(0.01, float(time_limit)))
+    return h
+
+
+def column_lp(cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
+              row_lower: np.ndarray, row_upper: np.ndarray, a_start: np.ndarray,
+              a_index: np.ndarray, a_value: np.ndarray, integrality: Any,
+              relax: bool = False, offset: float = 0.0) -> Any:
+    """A `highspy.HighsLp` of a column-wise sparse model (`a_start` has one entry per
+    column and one more); `integrality` marks the integer columns (dropped when `relax`)."""
+    import highspy
+    n_cols, n_rows = len(cost), len(row_lower)
+    lp = highspy.HighsLp()
+    lp.num_col_ = n_cols
+    lp.num_row_ = n_rows
+    lp.col_cost_ = cost
+    lp.col_lower_ = col_lower
+    lp.col_upper_ = col_upper
+    lp.row_lower_ = row_lower
+    lp.row_upper_ = row_upper
+    lp.offset_ = offset
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a_start.astype(np.int32)
+    lp.a_matrix_.index_ = a_index.astype(np.int32)
+    lp.a_matrix_.value_ = a_value
+    lp.a_matrix_.num_col_ = n_cols
+    lp.a_matrix_.num_row_ = n_rows
+    if not relax:
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in integrality]
+    return lp
+
+
+def run(h: Any, should_stop: Callable[[], bool] | None = None) -> float:
+    """Run `h` (its model passed); `should_stop()`, polled by HiGHS during the branch and
+    bound, interrupts it when true. Returns the wall seconds of the run."""
+    if should_stop is not None:
+        def interrupt(event):
+            if should_stop():
+                event.interrupt()
+        h.cbMipInterrupt.subscribe(interrupt)
+    began = time.perf_counter()
+    h.run()
+    return time.perf_counter() - began
