@@ -19,6 +19,7 @@ import numpy as np
 
 from memplace.model.core.errors import SolutionError
 from memplace.model.core.problem import PROBLEMS, problem
+from memplace.model.core.solution_file import record_solution
 from memplace.model.instance import Instance
 from memplace.model.residency.simulation import simulate
 from memplace.model.residency.solution import FORMAT, NO_OFFSET, ResidencySolution, Window
@@ -116,12 +117,7 @@ class ResidencyProblem:
 
     def from_record(self, instance: Instance, record: Mapping[str, Any]) -> ResidencySolution:
         """The solution of a runs-file record, with its claims (raises SolutionError)."""
-        data = {"format": FORMAT, "instance": record.get("instance", ""),
-                "placement": record.get("placement"), "windows": record.get("windows", []),
-                "latency": record.get("latency"), "status": record.get("status", "feasible")}
-        for key in ("offsets", "lower_bound"):
-            if record.get(key) is not None:
-                data[key] = record[key]
+        data = record_solution(FORMAT, record, {"windows": record.get("windows", [])})
         return ResidencySolution.from_dict(data, instance)
 
     def check_record(self, instance: Instance, record: Mapping[str, Any]) -> list[str]:

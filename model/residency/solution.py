@@ -7,7 +7,6 @@ known levels, tensor indices); the rules of section 10 are `validate`'s.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,7 +16,7 @@ import numpy as np
 
 from memplace.model.core import reading
 from memplace.model.core.errors import SolutionError
-from memplace.model.core.files import write_atomically
+from memplace.model.core.solution_file import read_claims, solution_dict, write_solution
 from memplace.model.instance import Instance
 
 FORMAT = "memplace-solution/2"
@@ -81,28 +80,17 @@ class ResidencySolution:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self, instance: Instance) -> dict[str, Any]:
-        names = instance.level_names
-        data: dict[str, Any] = {
-            "format": FORMAT,
-            "instance": self.instance,
-            "solver": self.solver,
-            "placement": [names[l] for l in self.placement.tolist()],
-        }
+        fields: dict[str, Any] = {}
         if self.offsets is not None or instance.has_addressed_levels:
             offsets = self.offsets if self.offsets is not None else np.full(instance.n_tensors, NO_OFFSET)
-            data["offsets"] = [o if (instance.addressed[l] and o >= 0) else None
-                               for o, l in zip(offsets.tolist(), self.placement.tolist())]
-        data["windows"] = [w.to_dict(instance) for w in self.windows]
-        data["latency"] = self.latency
-        if self.lower_bound is not None:
-            data["lower_bound"] = self.lower_bound
-        data["status"] = self.status
-        return data
+            fields["offsets"] = [o if (instance.addressed[l] and o >= 0) else None
+                                 for o, l in zip(offsets.tolist(), self.placement.tolist())]
+        fields["windows"] = [w.to_dict(instance) for w in self.windows]
+        return solution_dict(FORMAT, self, instance.level_names, fields)
 
     def write(self, path: str | Path, instance: Instance) -> None:
         """Write atomically: a crash never leaves a half-written solution behind."""
-        text = json.dumps(self.to_dict(instance), indent=1)
-        write_atomically(path, text + "\n", "solution file", SolutionError)
+        write_solution(path, self.to_dict(instance))
 
     @classmethod
     def from_dict(cls, data: Any, instance: Instance) -> "ResidencySolution":
@@ -120,20 +108,9 @@ class ResidencySolution:
                 raise SolutionError("'windows' is required in a memplace-solution/2 file "
                                     "(a list, possibly empty)")
             windows = tuple(_window(w, raw_w, instance) for w, raw_w in enumerate(raw))
-        lat = data.get("latency")
-        if not _is_number(lat):
-            raise SolutionError(f"latency must be a number, got {lat!r}")
-        bound = data.get("lower_bound")
-        if bound is not None and not _is_number(bound):
-            raise SolutionError(f"lower_bound must be a number, got {bound!r}")
-        status = data.get("status", "feasible")
-        if status not in ("optimal", "feasible"):
-            raise SolutionError(f"status must be 'optimal' or 'feasible', got {status!r}")
-        solver = data.get("solver") or {}
-        if not isinstance(solver, dict):
-            raise SolutionError(f"solver must be an object, got {solver!r}")
-        return cls(str(data.get("instance", "")), placement, offsets, windows, float(lat),
-                   None if bound is None else float(bound), status, solver, given)
+        c = read_claims(data)  # as in a format-1 file (spec section 10)
+        return cls(c.instance, placement, offsets, windows, c.latency, c.lower_bound, c.status,
+                   c.solver, given)
 
     @classmethod
     def read(cls, path: str | Path, instance: Instance) -> "ResidencySolution":
@@ -147,7 +124,7 @@ def read_json(path: str | Path) -> Any:
 
 
 # ---------------------------------------------------------------------- parsing
-_is_int, _is_number = reading.is_int, reading.is_number  # a huge integer is not a number
+_is_int = reading.is_int  # a bool is not an integer here
 
 
 def _placement(names: Any, instance: Instance) -> np.ndarray:

@@ -16,11 +16,12 @@ import numpy as np
 
 from memplace.model.core.errors import SolutionError
 from memplace.model.core.problem import PROBLEMS
+from memplace.model.core.solution_file import record_solution
 from memplace.model.instance import Instance
 from memplace.model.static.cost import latency, latency_batch
 from memplace.model.packing.packers import Packer, budgeted_packer
 from memplace.model.static.rectification import rectify
-from memplace.model.static.solution import Solution, placement_errors, validate
+from memplace.model.static.solution import FORMAT, Solution, placement_errors, validate
 
 
 class Placed(NamedTuple):
@@ -98,13 +99,7 @@ class StaticProblem:
 
     def from_record(self, instance: Instance, record: Mapping[str, Any]) -> Solution:
         """The solution of a runs-file record, with its claims (raises SolutionError)."""
-        data = {"format": "memplace-solution/1", "instance": record["instance"],
-                "placement": record["placement"], "latency": record["latency"],
-                "status": record["status"]}
-        for key in ("offsets", "lower_bound"):
-            if record.get(key) is not None:
-                data[key] = record[key]
-        solution = Solution.from_dict(data, instance)
+        solution = Solution.from_dict(record_solution(FORMAT, record, {}), instance)
         if solution.offsets is None and instance.has_addressed_levels:
             solution.offsets = np.full(instance.n_tensors, -1, np.int64)
         return solution

@@ -1,7 +1,6 @@
 """`memplace-solution/1` files (spec section 7) and the validator that checks them."""
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,8 +12,8 @@ from memplace.model.static import kernels
 from memplace.model.static.cost import latency as compute_latency
 from memplace.model.static.cost import load_profile
 from memplace.model.core.errors import SolutionError
-from memplace.model.core.files import write_atomically
-from memplace.model.core.reading import is_int, is_number, read_json, shown
+from memplace.model.core.solution_file import read_claims, solution_dict, write_solution
+from memplace.model.core.reading import is_int, read_json, shown
 from memplace.model.instance import MAX_BYTES, Instance
 
 FORMAT = "memplace-solution/1"
@@ -36,26 +35,15 @@ class Solution:
     offsets_given: list[bool] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self, instance: Instance) -> dict[str, Any]:
-        names = instance.level_names
-        data: dict[str, Any] = {
-            "format": FORMAT,
-            "instance": self.instance,
-            "solver": self.solver,
-            "placement": [names[l] for l in self.placement.tolist()],
-        }
+        fields = {}
         if self.offsets is not None:
-            data["offsets"] = [o if instance.addressed[l] else None
-                               for o, l in zip(self.offsets.tolist(), self.placement.tolist())]
-        data["latency"] = self.latency
-        if self.lower_bound is not None:
-            data["lower_bound"] = self.lower_bound
-        data["status"] = self.status
-        return data
+            fields["offsets"] = [o if instance.addressed[l] else None
+                                 for o, l in zip(self.offsets.tolist(), self.placement.tolist())]
+        return solution_dict(FORMAT, self, instance.level_names, fields)
 
     def write(self, path: str | Path, instance: Instance) -> None:
         """Write atomically: a crash never leaves a half-written solution behind."""
-        text = json.dumps(self.to_dict(instance), indent=1)
-        write_atomically(path, text + "\n", "solution file", SolutionError)
+        write_solution(path, self.to_dict(instance))
 
     @classmethod
     def from_dict(cls, data: Any, instance: Instance) -> "Solution":
@@ -84,23 +72,9 @@ class Solution:
                                         "integer in 0..2**53 or null")
             offsets = np.array([-1 if o is None else o for o in raw], np.int64)
             offsets_given = [o is not None for o in raw]
-        lat = data.get("latency")
-        if not is_number(lat) or lat < 0:
-            raise SolutionError(f"latency must be a number >= 0 (seconds), got {shown(lat)}")
-        bound = data.get("lower_bound")
-        if bound is not None and not is_number(bound):
-            raise SolutionError(f"lower_bound must be a number or null, got {shown(bound)}")
-        status = data.get("status", "feasible")
-        if status not in ("optimal", "feasible"):
-            raise SolutionError(f"status must be 'optimal' or 'feasible', got {shown(status)}")
-        name = data.get("instance", "")
-        if not isinstance(name, str):
-            raise SolutionError(f"instance must be the instance's name (a string), got {shown(name)}")
-        solver = data.get("solver") or {}
-        if not isinstance(solver, dict):
-            raise SolutionError(f"solver must be an object, got {shown(solver)}")
-        return cls(name, placement, offsets, float(lat), None if bound is None else float(bound),
-                   status, solver, offsets_given)
+        c = read_claims(data)
+        return cls(c.instance, placement, offsets, c.latency, c.lower_bound, c.status, c.solver,
+                   offsets_given)
 
     @classmethod
     def read(cls, path: str | Path, instance: Instance) -> "Solution":
