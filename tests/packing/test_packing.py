@@ -17,6 +17,7 @@ from memplace.model.core.errors import MemplaceError
 from memplace.model.packing.minimalloc_csv import read_buffers
 from memplace.model.packing.heuristics import FIRST_FIT, place_in_order
 from memplace.model.packing.packers import PACKERS, Buffer, check_packing, minimize, pack, peak_live_size
+from packing_oracles import drop_order_optimum, small_instances
 
 # The shared folder sits beside the repository (in CI too); MEMPLACE_SHARED overrides it,
 # as for `memplace pack-bench` (a git worktree may live elsewhere).
@@ -64,65 +65,30 @@ def feasible_by_all_offsets(buffers, capacity) -> bool:
     return place(0)
 
 
-def feasible_by_permutations(buffers, capacity) -> bool:
-    """Every order, each buffer dropped onto the buffers placed before it that it meets in time.
-
-    Exhaustive because any packing can be lowered until each buffer rests (aligned) on
-    a buffer below it or on 0, and then listing buffers by offset is one of these orders.
-    """
-    for order in itertools.permutations(range(len(buffers))):
-        offsets = {}
-        ok = True
-        for i in order:
-            b = buffers[i]
-            floor = max((offsets[j] + buffers[j].size for j in offsets
-                         if buffers[j].lower < b.upper and b.lower < buffers[j].upper), default=0)
-            o = -(-floor // b.alignment) * b.alignment
-            if o + b.size > capacity:
-                ok = False
-                break
-            offsets[i] = o
-        if ok:
-            return True
-    return False
-
-
-@st.composite
-def instances(draw, max_buffers=7, max_size=6, alignments=(1,)):
-    n = draw(st.integers(1, max_buffers))
-    buffers = []
-    for i in range(n):
-        lower = draw(st.integers(0, 8))
-        upper = draw(st.integers(lower + 1, 10))
-        buffers.append(Buffer(f"t{i}", lower, upper, draw(st.integers(1, max_size)),
-                              draw(st.sampled_from(alignments))))
-    return buffers
-
-
 # ---------------------------------------------------------------------------
 # Exact search against exhaustive search
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(instances(max_buffers=7), st.integers(1, 16))
+@given(small_instances(max_buffers=7), st.integers(1, 16))
 def test_exact_agrees_with_exhaustive_search_on_feasibility(buffers, capacity):
     result = pack(buffers, capacity, method="exact-search")
     assert result.status in ("packed", "infeasible")
-    assert (result.status == "packed") == feasible_by_permutations(buffers, capacity)
+    assert (result.status == "packed") == (drop_order_optimum(buffers) <= capacity)
     if result.status == "packed":
         assert pairwise_ok(buffers, result.offsets, capacity)
         assert check_packing(buffers, result.offsets, capacity) == []
 
 
 @settings(max_examples=100, deadline=None)
-@given(instances(max_buffers=5, max_size=4, alignments=(1, 2, 3)), st.integers(1, 9))
+@given(small_instances(max_buffers=5, max_size=4, alignments=(1, 2, 3)), st.integers(1, 9))
 def test_permutation_oracle_matches_trying_every_offset(buffers, capacity):
     """The permutation brute force (used above for 7 buffers) is itself exhaustive."""
-    assert feasible_by_permutations(buffers, capacity) == feasible_by_all_offsets(buffers, capacity)
+    assert (drop_order_optimum(buffers) <= capacity) == feasible_by_all_offsets(buffers, capacity)
 
 
 @settings(max_examples=80, deadline=None)
-@given(instances(max_buffers=6, max_size=5, alignments=(1, 2, 4)), st.integers(1, 14))
+@given(small_instances(max_buffers=6, max_size=5, alignments=(1, 2, 4)), st.integers(1, 14))
 def test_exact_with_alignment_agrees_with_every_offset_search(buffers, capacity):
     result = pack(buffers, capacity, method="exact")
     assert (result.status == "packed") == feasible_by_all_offsets(buffers, capacity)
@@ -131,24 +97,12 @@ def test_exact_with_alignment_agrees_with_every_offset_search(buffers, capacity)
         assert pairwise_ok(buffers, result.offsets, capacity)
 
 
-@settings(max_examples=60, deadline=None)
-@given(instances(max_buffers=6))
-def test_minimize_finds_the_smallest_capacity_that_packs(buffers):
-    result, lower = minimize(buffers)
-    optimum = next(c for c in itertools.count(max(1, peak_live_size(buffers)))
-                   if feasible_by_permutations(buffers, c))
-    assert result.status == "packed"
-    assert result.height == optimum
-    assert lower == optimum  # exhausted below the optimum, so the bound is tight
-    assert pairwise_ok(buffers, result.offsets, result.height)
-
-
 # ---------------------------------------------------------------------------
 # Every packer's answers are valid
 
 
 @settings(max_examples=60, deadline=None)
-@given(instances(max_buffers=12, max_size=9, alignments=(1, 2, 4)), st.integers(4, 40))
+@given(small_instances(max_buffers=12, max_size=9, alignments=(1, 2, 4)), st.integers(4, 40))
 def test_every_method_returns_valid_packings(buffers, capacity):
     for method in PACKERS:
         result = pack(buffers, capacity, method=method)

@@ -20,6 +20,7 @@ from memplace.model.packing.generate import (HELDOUT, activation_instance, cut_i
                                              generate)
 from memplace.model.packing.minimalloc_csv import read_buffers
 from memplace.model.packing.packers import Buffer, minimize, pack, peak_live_size
+from packing_oracles import drop_order_optimum, small_instances
 
 
 def overlaps(buffers, offsets, capacity) -> list[tuple[str, str]]:
@@ -31,34 +32,6 @@ def overlaps(buffers, offsets, capacity) -> list[tuple[str, str]]:
                 and a.size and b.size):
             bad.append((a.id, b.id))
     return bad
-
-
-def drop_order_optimum(buffers) -> int:
-    """Least height over every order of dropping buffers onto those met in time (exhaustive:
-    a packing lowered until each buffer rests on another is one of these orders)."""
-    best = None
-    for order in itertools.permutations(range(len(buffers))):
-        tops: dict[int, int] = {}
-        for i in order:
-            b = buffers[i]
-            floor = max((tops[j] for j in tops if buffers[j].lower < b.upper
-                         and b.lower < buffers[j].upper), default=0)
-            tops[i] = -(-floor // b.alignment) * b.alignment + b.size
-        height = max(tops.values())
-        best = height if best is None else min(best, height)
-    return best
-
-
-@st.composite
-def small_instances(draw, max_buffers=7, max_size=6, alignments=(1,)):
-    n = draw(st.integers(1, max_buffers))
-    out = []
-    for i in range(n):
-        lower = draw(st.integers(0, 8))
-        upper = draw(st.integers(lower + 1, 10))
-        out.append(Buffer(f"t{i}", lower, upper, draw(st.integers(1, max_size)),
-                          draw(st.sampled_from(alignments))))
-    return out
 
 
 # ---------------------------------------------------------------------------
