@@ -57,14 +57,7 @@ def _replace(value: Any, path: tuple, new: Any, delete: bool = False) -> Any:
     if not path:
         return new
     head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        copy = dict(value)
-        if delete and not rest:
-            del copy[head]
-        else:
-            copy[head] = _replace(value[head], rest, new, delete)
-        return copy
-    copy = list(value)
+    copy = dict(value) if isinstance(value, dict) else list(value)
     if delete and not rest:
         del copy[head]
     else:
@@ -153,6 +146,20 @@ def assert_cli_refuses(*args: Any) -> str:
     return result.stderr.strip()
 
 
+def read_or_refused(path: Path, read: Any, kind: type[MemplaceError], *commands: tuple) -> Any:
+    """What `read(path)` returns, or None when it raises `kind`: then that error must be one
+    clean line naming the file once, and each command (a tuple of arguments) must refuse
+    the file with one error line and exit status 2."""
+    try:
+        return read(path)
+    except kind as exc:
+        assert_clean_error(exc, kind)
+        assert str(exc).count(str(path)) == 1  # names the file, once
+        for command in commands:
+            assert_cli_refuses(*command)
+        return None
+
+
 # ---------------------------------------------------------------------- instances
 @pytest.mark.parametrize("name", INSTANCES)
 def test_mutated_instance_loads_valid_or_gives_one_error_line(name, tmp_path):
@@ -163,13 +170,8 @@ def test_mutated_instance_loads_valid_or_gives_one_error_line(name, tmp_path):
     @given(mutated(raw))
     def check(data: bytes) -> None:
         path.write_bytes(data)
-        try:
-            inst = Instance.from_file(path)
-        except InstanceError as exc:
-            assert_clean_error(exc, InstanceError)
-            assert str(exc).count(str(path)) == 1  # names the file, once
-            assert_cli_refuses("instances", "show", path)
-        else:
+        inst = read_or_refused(path, Instance.from_file, InstanceError, ("instances", "show", path))
+        if inst is not None:
             assert inst.n_tensors == inst.size.size and (inst.size > 0).all()
             assert run_cli("instances", "show", path).exit_code == 0
 
@@ -181,11 +183,8 @@ def test_every_field_of_an_instance_swapped_loads_or_gives_one_error_line(tmp_pa
     path = tmp_path / "instance.json"
     for field, value in every_field_swap(data):
         path.write_text(apply_swap(data, field, value))
-        try:
-            Instance.from_file(path)
-        except InstanceError as exc:
-            assert_clean_error(exc, InstanceError)
-        else:  # it loads: the command that prints every part of it must too
+        if read_or_refused(path, Instance.from_file, InstanceError) is not None:
+            # it loads: the command that prints every part of it must too
             assert run_cli("instances", "show", path).exit_code == 0, (field, value)
 
 
@@ -277,14 +276,9 @@ def test_mutated_solution_evaluates_or_gives_one_error_line(solved, tmp_path):
     @given(mutated(raw))
     def check(data: bytes) -> None:
         path.write_bytes(data)
-        try:
-            Solution.read(path, inst)
-        except SolutionError as exc:
-            assert_clean_error(exc, SolutionError)
-            assert str(exc).count(str(path)) == 1
-            assert_cli_refuses("evaluate", "vgg16@edge-npu", path)
-            assert_cli_refuses("validate", "vgg16@edge-npu", path)
-        else:
+        if read_or_refused(path, lambda p: Solution.read(p, inst), SolutionError,
+                           ("evaluate", "vgg16@edge-npu", path),
+                           ("validate", "vgg16@edge-npu", path)) is not None:
             assert run_cli("evaluate", "vgg16@edge-npu", path).exit_code == 0
             assert run_cli("validate", "vgg16@edge-npu", path).exit_code in (0, 1)
 
@@ -297,11 +291,7 @@ def test_every_field_of_a_solution_swapped_reads_or_gives_one_error_line(solved,
     path = tmp_path / "solution.json"
     for field, value in every_field_swap(data):
         path.write_text(apply_swap(data, field, value))
-        try:
-            Solution.read(path, inst)
-        except SolutionError as exc:
-            assert_clean_error(exc, SolutionError)
-        else:
+        if read_or_refused(path, lambda p: Solution.read(p, inst), SolutionError) is not None:
             assert run_cli("validate", "vgg16@edge-npu", path).exit_code in (0, 1), (field, value)
 
 

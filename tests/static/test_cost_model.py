@@ -64,20 +64,14 @@ def test_move_delta_equals_difference_of_full_evaluations(data, seed):
     assert place[t] != level or delta == 0.0
 
 
-@settings(max_examples=200, deadline=None)
-@given(data=instances, seed=st.integers(0, 2**31))
-def test_load_profile_equals_reference(data, seed):
-    inst = Instance.from_dict(data)
-    place = _random_placement(inst, seed)
-    assert load_profile(inst, place).tolist() == ref.load(data, place.tolist())
-
-
+@pytest.mark.parametrize("kernel, spec_loop", [(load_profile, ref.load), (rectify_capacity, ref.rectify)],
+                         ids=["load_profile", "rectify_capacity"])
 @settings(max_examples=300, deadline=None)
 @given(data=instances, seed=st.integers(0, 2**31))
-def test_rectify_capacity_equals_the_spec_loop(data, seed):
+def test_kernel_equals_the_spec_loop(kernel, spec_loop, data, seed):
     inst = Instance.from_dict(data)
     place = _random_placement(inst, seed)
-    assert rectify_capacity(inst, place).tolist() == ref.rectify(data, place.tolist())
+    assert kernel(inst, place).tolist() == spec_loop(data, place.tolist())
 
 
 @settings(max_examples=300, deadline=None)
