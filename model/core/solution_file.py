@@ -13,9 +13,11 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
+import numpy as np
+
 from memplace.model.core.errors import SolutionError
 from memplace.model.core.files import write_atomically
-from memplace.model.core.reading import is_number, shown
+from memplace.model.core.reading import MAX_BYTES, is_int, is_number, shown
 
 
 def solution_dict(format_name: str, solution: Any, level_names: Sequence[str],
@@ -49,6 +51,32 @@ def record_solution(format_name: str, record: Mapping[str, Any],
             "status": record.get("status", "feasible"), **fields}
     data.update({key: record[key] for key in ("offsets", "lower_bound") if record.get(key) is not None})
     return data
+
+
+def read_placement(data: Mapping[str, Any], instance: Any
+                   ) -> tuple[np.ndarray, np.ndarray | None, list[bool] | None]:
+    """The placement (level indices) and offsets (-1 where null) of a solution file's JSON,
+    and which tensors had an offset (None for both without `offsets`), checked against the
+    instance: a broken entry raises SolutionError naming the tensor."""
+    T = instance.n_tensors
+    names = data.get("placement")
+    if not isinstance(names, list) or len(names) != T:
+        raise SolutionError(f"placement must list a level name for each of the {T} tensors")
+    index = {name: l for l, name in enumerate(instance.level_names)}
+    if not (set(map(type, names)) <= {str} and set(names) <= index.keys()):
+        t = next(t for t, name in enumerate(names) if not (isinstance(name, str) and name in index))
+        raise SolutionError(f"{instance.tensor_label(t)}: unknown level {shown(names[t])}")
+    placement = np.array([index[name] for name in names], np.int64)
+    raw = data.get("offsets")
+    if raw is None:
+        return placement, None, None
+    if not isinstance(raw, list) or len(raw) != T:
+        raise SolutionError(f"offsets must have one entry for each of the {T} tensors")
+    for t, o in enumerate(raw):
+        if o is not None and not (is_int(o) and 0 <= o <= MAX_BYTES):
+            raise SolutionError(f"{instance.tensor_label(t)}: offset {shown(o)} is not an "
+                                "integer in 0..2**53 or null")
+    return placement, np.array([-1 if o is None else o for o in raw], np.int64), [o is not None for o in raw]
 
 
 class Claims(NamedTuple):

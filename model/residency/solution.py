@@ -16,7 +16,8 @@ import numpy as np
 
 from memplace.model.core import reading
 from memplace.model.core.errors import SolutionError
-from memplace.model.core.solution_file import read_claims, solution_dict, write_solution
+from memplace.model.core.solution_file import (read_claims, read_placement, solution_dict,
+                                               write_solution)
 from memplace.model.instance import Instance
 
 FORMAT = "memplace-solution/2"
@@ -98,8 +99,7 @@ class ResidencySolution:
         if not isinstance(data, dict) or data.get("format") not in (FORMAT, STATIC_FORMAT):
             got = data.get("format") if isinstance(data, dict) else None
             raise SolutionError(f"solution format must be {FORMAT!r} or {STATIC_FORMAT!r}, got {got!r}")
-        placement = _placement(data.get("placement"), instance)
-        offsets, given = _offsets(data.get("offsets"), instance)
+        placement, offsets, given = read_placement(data, instance)
         if data["format"] == STATIC_FORMAT:
             windows: tuple[Window, ...] = ()
         else:
@@ -125,35 +125,6 @@ def read_json(path: str | Path) -> Any:
 
 # ---------------------------------------------------------------------- parsing
 _is_int = reading.is_int  # a bool is not an integer here
-
-
-def _placement(names: Any, instance: Instance) -> np.ndarray:
-    if not isinstance(names, list) or len(names) != instance.n_tensors:
-        raise SolutionError(
-            f"placement must list a level name for each of the {instance.n_tensors} tensors")
-    index = {name: l for l, name in enumerate(instance.level_names)}
-    placement = np.empty(instance.n_tensors, np.int64)
-    for t, name in enumerate(names):
-        if not isinstance(name, str) or name not in index:
-            raise SolutionError(f"{instance.tensor_label(t)}: unknown level {name!r}")
-        placement[t] = index[name]
-    return placement
-
-
-def _offsets(raw: Any, instance: Instance) -> tuple[np.ndarray | None, list[bool] | None]:
-    if raw is None:
-        return None, None
-    if not isinstance(raw, list) or len(raw) != instance.n_tensors:
-        raise SolutionError(f"offsets must have one entry for each of the {instance.n_tensors} tensors")
-    offsets = np.full(instance.n_tensors, NO_OFFSET, np.int64)
-    for t, o in enumerate(raw):
-        if o is None:
-            continue
-        if not _is_int(o) or not 0 <= o <= reading.MAX_BYTES:
-            raise SolutionError(f"{instance.tensor_label(t)}: offset {reading.shown(o)} is not an "
-                                "integer in 0..2**53 or null")
-        offsets[t] = o
-    return offsets, [o is not None for o in raw]
 
 
 def _window(w: int, raw: Any, instance: Instance) -> Window:

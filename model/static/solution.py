@@ -12,9 +12,10 @@ from memplace.model.static import kernels
 from memplace.model.static.cost import latency as compute_latency
 from memplace.model.static.cost import load_profile
 from memplace.model.core.errors import SolutionError
-from memplace.model.core.solution_file import read_claims, solution_dict, write_solution
-from memplace.model.core.reading import is_int, read_json, shown
-from memplace.model.instance import MAX_BYTES, Instance
+from memplace.model.core.solution_file import (read_claims, read_placement, solution_dict,
+                                               write_solution)
+from memplace.model.core.reading import read_json
+from memplace.model.instance import Instance
 
 FORMAT = "memplace-solution/1"
 LATENCY_RTOL = 1e-9  # spec section 7: a claim beyond this relative error is rejected
@@ -51,27 +52,7 @@ class Solution:
         SolutionError naming the tensor or field."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise SolutionError(f"solution format must be {FORMAT!r}")
-        T = instance.n_tensors
-        names = data.get("placement")
-        if not isinstance(names, list) or len(names) != T:
-            raise SolutionError(f"placement must list a level name for each of the {T} tensors")
-        index = {name: l for l, name in enumerate(instance.level_names)}
-        if set(map(type, names)) == {str} and set(names) <= index.keys():
-            placement = np.array([index[name] for name in names], np.int64)
-        else:
-            t = next(t for t, name in enumerate(names) if not (isinstance(name, str) and name in index))
-            raise SolutionError(f"{instance.tensor_label(t)}: unknown level {shown(names[t])}")
-        offsets = offsets_given = None
-        raw = data.get("offsets")
-        if raw is not None:
-            if not isinstance(raw, list) or len(raw) != T:
-                raise SolutionError(f"offsets must have one entry for each of the {T} tensors")
-            for t, o in enumerate(raw):
-                if o is not None and not (is_int(o) and 0 <= o <= MAX_BYTES):
-                    raise SolutionError(f"{instance.tensor_label(t)}: offset {shown(o)} is not an "
-                                        "integer in 0..2**53 or null")
-            offsets = np.array([-1 if o is None else o for o in raw], np.int64)
-            offsets_given = [o is not None for o in raw]
+        placement, offsets, offsets_given = read_placement(data, instance)
         c = read_claims(data)
         return cls(c.instance, placement, offsets, c.latency, c.lower_bound, c.status, c.solver,
                    offsets_given)
