@@ -161,6 +161,21 @@ def _neighbour(inst, place, windows, rng):
     return None
 
 
+def _walk(sim, inst, place, current, rng, steps=12):
+    """Up to `steps` random one-window changes tried on `sim`: yields the latency it gives
+    and the window slots with the change (the caller accepts or rejects it and keeps
+    `current`, the slots as they stand, up to date)."""
+    for _ in range(steps):
+        change = _neighbour(inst, place, current, rng)
+        if change is None:
+            return
+        slot, new = change
+        got = sim.try_change(slot, new)
+        trial = list(current) + [None] * (slot == len(current))
+        trial[slot] = new
+        yield got, trial
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.sampled_from([1, 2, 3, 8]))
 def test_incremental_resimulation_equals_a_full_one(seed, K):
@@ -168,19 +183,12 @@ def test_incremental_resimulation_equals_a_full_one(seed, K):
     sim = Simulation(inst, place, windows, K=K, spare=1)  # spare=1: the queues must grow too
     assert sim.latency == simulate(inst, _sol(inst, place, windows))
     current = list(windows)
-    for _ in range(12):
-        change = _neighbour(inst, place, current, rng)
-        if change is None:
-            break
-        slot, new = change
-        got = sim.try_change(slot, new)
-        trial = list(current) + [None] * (slot == len(current))
-        trial[slot] = new
+    for got, trial in _walk(sim, inst, place, current, rng):
         full = reference.simulate(inst.data, place.tolist(), [w for w in trial if w is not None])
         assert close(got, full)
         if rng.random() < 0.5:
             sim.accept()
-            current = trial
+            current[:] = trial
         else:
             sim.reject()
         live = [w for w in current if w is not None]
@@ -198,15 +206,10 @@ def test_changed_queues_equal_a_fresh_encoding(seed):
     inst, place, windows, rng = _case(seed, n_ops=12, n_tensors=12)
     sim = Simulation(inst, place, windows, K=2, spare=1)
     current = list(windows)
-    for _ in range(12):
-        change = _neighbour(inst, place, current, rng)
-        if change is None:
-            break
-        slot, new = change
-        sim.try_change(slot, new)
+    for _, trial in _walk(sim, inst, place, current, rng):
         if rng.random() < 0.5:
             sim.accept()
-            current = list(sim.windows)
+            current[:] = trial
         else:
             sim.reject()
         fresh = encode(inst, sim.placement, sim.windows)
