@@ -75,6 +75,25 @@ def test_malformed_windows_are_named(window, message):
         ResidencySolution.from_dict(data, inst)
 
 
+@pytest.mark.parametrize("claim, message", [
+    ({"latency": -1.0}, "latency must be a number >= 0"),
+    ({"latency": "x"}, "latency must be a number >= 0"),
+    ({"lower_bound": "x"}, "lower_bound must be a number or null"),
+    ({"status": "proved"}, "status must be 'optimal' or 'feasible'"),
+    ({"instance": 7}, "instance must be the instance's name"),
+    ({"solver": [1]}, "solver must be an object"),
+])
+def test_claims_are_read_as_in_a_static_file(claim, message):
+    """Spec section 10: latency, lower_bound and status as in section 7, in either format."""
+    inst = small()
+    data = {"placement": ["DRAM"] * 4, "windows": [], "latency": 1.0} | claim
+    for reader, file_format in ((ResidencySolution.from_dict, "memplace-solution/2"),
+                                (ResidencySolution.from_dict, "memplace-solution/1"),
+                                (Solution.from_dict, "memplace-solution/1")):
+        with pytest.raises(SolutionError, match=message):
+            reader(data | {"format": file_format}, inst)
+
+
 def test_copy_bandwidth_defaults_to_the_bandwidth():
     inst = small(L2={"copy_bandwidth": 2.5e7})
     assert inst.copy_bandwidth.tolist() == [1e9, 4e8, 2.5e7]
