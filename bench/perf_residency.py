@@ -210,7 +210,7 @@ def _changes(incremental, sim, enc, state, ck, scratch, K, place, tensor_ptr, te
         if incremental:
             out[j] = kernels.try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr,
                                                tensor_access, access_op, size, slots[j], old[j],
-                                               new[j], shift, latency, False)
+                                               new[j], shift, latency)
         else:
             kernels.change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slots[j],
                                   old[j], new[j])

@@ -437,7 +437,6 @@ def _stop_rules(old, new, pos, place, guard, shift):
         for row, there in ((old, has_o), (new, has_n)):  # accesses served elsewhere
             if there:
                 m = max(m, row[4], row[3])
-    other_queue = not (has_o and has_n and place[old[0]] == place[new[0]])
     g = 0
     for kind in range(2):  # 0: the prefetch (issue start, due first), 1: the eviction
         i, d = (2, 3) if kind == 0 else (5, 6)
@@ -456,7 +455,7 @@ def _stop_rules(old, new, pos, place, guard, shift):
                 m = max(m, new[i])
                 guard[g, 0], guard[g, 1], guard[g, 2] = 0, 2 * place[new[0]] + kind, pos[2 + kind]
                 g += 1
-            if o != n or other_queue or old[0] != new[0] or old[d] != new[d]:
+            if o != n or old[0] != new[0] or old[d] != new[d]:  # due counts differ
                 if o:
                     m = max(m, old[d])
                 if n:
@@ -467,11 +466,11 @@ def _stop_rules(old, new, pos, place, guard, shift):
 @njit(cache=True, nogil=True, inline="always", _nrt=False)  # allocates nothing: no
 # reference counts (they cost more than a short re-simulation); callers keep their own
 def try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor_access, access_op,
-                      size, slot, old, new, shift, latency, write):
+                      size, slot, old, new, shift, latency):
     """Replace window `slot` (`old` -> `new`, rows as in `change_kernel`) and return the new
     latency: re-simulate from the checkpoint at or before the first op the change touches
-    (the smaller start), writing checkpoints into `scratch` if `write` (else `replay_kernel`
-    writes them once the change is kept: most tried changes are not), and stop early at a checkpoint
+    (the smaller start), writing no checkpoints (`replay_kernel` writes them into `scratch`
+    once the change is kept: most tried changes are not), and stop early at a checkpoint
     after the last op whose inputs the change alters, once the changed copies are done in
     both runs, where the state equals the old run's in `ck` (heads shifted by the copies
     added or removed, `shift[q]`; see `_stop_rules`)."""
@@ -483,7 +482,7 @@ def try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor
     for row in (old, new):
         if row[0] >= 0:
             s = min(s, row[2])
-    return replay_kernel(sim, enc, state, ck, scratch, K, s // K, shift, latency, write)
+    return replay_kernel(sim, enc, state, ck, scratch, K, s // K, shift, latency, False)
 
 
 @njit(cache=True, nogil=True, inline="always", _nrt=False)

@@ -163,7 +163,7 @@ class Simulation:
         lat = float(kernels.try_change_kernel(self.sim, self.enc, st, self.ck, self.scratch, self.K,
                                               self.placement, i.tensor_ptr, i.tensor_access,
                                               i.access_op, i.size, slot, _row(old), _row(window),
-                                              self.shift, self.latency, False))
+                                              self.shift, self.latency))
         c0 = min(w.start for w in (old, window) if w is not None) // self.K
         self.windows[slot] = window
         self._pending = (slot, old, window, c0, int(st.stop[0]), lat, self.shift.copy())
