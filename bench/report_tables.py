@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from memplace.bench.results import GAP_SHIFT, TARGETS, TIME_SHIFT, Results, relative_gap
+from memplace.bench.results import GAP_SHIFT, TARGETS, TIME_SHIFT, Results, shifted_geomean
 
 Format = Callable[[Any], str]
 TEXT_KEYS = ("instance", "solver")  # left-aligned columns; the rest are numbers
@@ -183,28 +183,19 @@ def headline_table(results: Results) -> Table:
                Column(f"vs {base['slowest']}", "speedup_vs_slowest", RATIO),
                Column("lower bound (µs)", "lower_bound_s", US),
                Column("gap to bound (%)", "gap_to_bound", PERCENT)]
-    rows, ratios = [], {"vs_compiler": [], "vs_static": [], "vs_slowest": []}
+    rows = []
     for instance in results.instances:
         record = results.best_record(instance)
         inst = results.instance(instance)
         if record is None or inst is None:
             continue
-        best = record["latency"]
-        msa, slowest = results.compiler(instance), results.slowest(instance)
-        static = results.static_optimum(instance)
-        bound = results.best_bound(instance)
-        row = [instance, inst.n_ops, msa, best, record["solver"],
-               None if msa is None else msa / best,
-               None if static is None else static["latency"] / best,
-               None if slowest is None else slowest / best,
-               bound, None if bound is None else relative_gap(best, bound)]
-        for key, value in zip(ratios, row[5:8]):
-            if value is not None:
-                ratios[key].append(value)
-        rows.append(row)
+        c = results.cell(instance, record["solver"])  # the best solver's cell: its best is the best
+        rows.append([instance, inst.n_ops, results.compiler(instance), c.best, c.solver,
+                     c.speedup_compiler, c.speedup_static_optimum, c.speedup_slowest,
+                     results.best_bound(instance), c.gap_bound])
     if rows:
-        mean = [None if not v else math.exp(sum(math.log(x) for x in v) / len(v))
-                for v in ratios.values()]
+        ratios = [[r[j] for r in rows if r[j] is not None] for j in (5, 6, 7)]
+        mean = [shifted_geomean(v, 0.0) if v else None for v in ratios]
         rows.append(["geometric mean", "", None, None, "", *mean, None, None])
     caption = (f"Residency headline: per instance, the best solution of any solver and seed "
                f"against {base['compiler']} (XLA's memory-space assignment), the static optimum "
