@@ -365,12 +365,7 @@ def _check_ops(ops: list[Any]) -> np.ndarray:
     if set(map(type, names)) != {str}:
         _check_named("op", ops)
         raw = tuple(op.get("flops") for op in ops)
-    flops = None
-    if set(map(type, raw)) <= {float, int}:
-        try:
-            flops = np.fromiter(raw, np.float64, len(raw))
-        except OverflowError:  # an integer beyond a float's range
-            pass
+    flops = _column(raw, np.float64, frozenset({float, int}))
     if flops is None:
         k = next(k for k, f in enumerate(raw) if not is_number(f))
     else:
@@ -422,12 +417,13 @@ def _check_levels(hardware: dict[str, Any]) -> list[Level]:
     return levels
 
 
-def _int64(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:
-    """The values as int64 when every one is a JSON integer that fits; else None."""
-    if set(map(type, values)) <= {int}:
+def _column(values: list[Any] | tuple[Any, ...], dtype: type = np.int64,
+            types: frozenset[type] = frozenset({int})) -> np.ndarray | None:
+    """The values as `dtype` when every one is of one of `types` and fits; else None."""
+    if set(map(type, values)) <= types:
         try:
-            return np.fromiter(values, np.int64, len(values))
-        except OverflowError:
+            return np.fromiter(values, dtype, len(values))
+        except OverflowError:  # an integer beyond the dtype's range
             return None
     return None
 
@@ -461,7 +457,7 @@ def _check_tensors(tensors: list[Any], n_ops: int
         raise fail(t, f"kind must be 'weight' or 'activation', got {shown(kinds[t])}")
     is_weight = np.fromiter(map("weight".__eq__, kinds), np.bool_, T).astype(np.int8)
 
-    size = _int64(raw_sizes)
+    size = _column(raw_sizes)
     bad = (None if size is None else (size <= 0) | (size > MAX_BYTES))
     if bad is None or bad.any():
         t = (next(t for t, v in enumerate(raw_sizes) if not (is_int(v) and 0 < v <= MAX_BYTES))
@@ -481,14 +477,9 @@ def _check_tensors(tensors: list[Any], n_ops: int
     if not (set(map(type, pairs)) == {list} and set(map(len, pairs)) == {2}):
         j = next(j for j, p in enumerate(pairs) if not (isinstance(p, list) and len(p) == 2))
         raise fail(int(tensor_of[j]), f"access {shown(pairs[j])} is not an [op_index, bytes] pair")
-    table = None
-    if set(map(type, chain.from_iterable(pairs))) == {int}:
-        try:
-            table = np.fromiter(chain.from_iterable(pairs), np.int64, 2 * len(pairs))
-        except OverflowError:
-            pass
+    flat = list(chain.from_iterable(pairs))
+    table = _column(flat)
     if table is None:  # some op index or byte count is not an integer that fits in 64 bits
-        flat = list(chain.from_iterable(pairs))
         j = next(j for j, v in enumerate(flat)
                  if not (is_int(v) and -MAX_TOTAL < v < MAX_TOTAL))
         t, (k, b) = int(tensor_of[j // 2]), pairs[j // 2]
@@ -520,7 +511,7 @@ def _check_tensors(tensors: list[Any], n_ops: int
     if _MISSING in raw_producers:
         raise fail(raw_producers.index(_MISSING), "'producer' is required (an op index or null)")
     given = np.fromiter(map(operator.is_not, raw_producers, repeat(None)), np.bool_, T)
-    producer = _int64([p for p in raw_producers if p is not None])
+    producer = _column([p for p in raw_producers if p is not None])
     if producer is not None:
         bad = (producer < 0) | (producer >= n_ops)
     if producer is None or bad.any():

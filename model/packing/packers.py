@@ -20,7 +20,6 @@ from memplace.model.core.registry import Registry
 from memplace.model.packing import exact as pack_exact
 from memplace.model.packing.heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
 
-STATUSES = ("packed", "infeasible", "timeout", "failed")
 CLIMB_PROBE_S = 2.0  # seconds per climbing probe of `minimize` without a time limit
 
 
@@ -82,10 +81,7 @@ def _height(sizes: np.ndarray, offsets: np.ndarray) -> int:
 
 def peak_live_size(buffers: Sequence[Buffer]) -> int:
     """Largest total size of buffers alive at one time: a lower bound on any packing's height."""
-    if not buffers:
-        return 0
-    sizes, lowers, uppers, _ = _arrays(buffers)
-    return _peak(sizes, lowers, uppers)
+    return _peak(*_arrays(buffers)[:3])
 
 
 def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
