@@ -186,11 +186,7 @@ class Instance:
     # ------------------------------------------------------------------ arrays
     def _build_arrays(self) -> None:
         n = self.n_ops
-        acc = _check_tensors(self.tensors, n)
-        size, is_weight, tensor_of, step, nbytes = acc
-        T = len(size)
-        first = np.zeros(T + 1, np.int64)
-        np.cumsum(np.bincount(tensor_of, minlength=T), out=first[1:])
+        size, is_weight, tensor_of, step, nbytes, first = _check_tensors(self.tensors, n)
         start = np.minimum.reduceat(step, first[:-1])
         end = np.maximum.reduceat(step, first[:-1])
         start[is_weight == 1], end[is_weight == 1] = 0, n - 1
@@ -203,9 +199,7 @@ class Instance:
         np.cumsum(np.bincount(step, minlength=n), out=op_ptr[1:])
         # Tensor-side view: for each tensor, the indices of its accesses in op order.
         order = np.argsort(op_tensor, kind="stable")
-        counts = np.bincount(op_tensor, minlength=T)
-        tensor_ptr = np.zeros(T + 1, np.int64)
-        np.cumsum(counts, out=tensor_ptr[1:])
+        tensor_ptr = first  # a tensor's accesses, counted in either order
 
         self.size, self.start, self.end = size, start, end
         self.traffic, self.is_weight = traffic, is_weight
@@ -434,9 +428,10 @@ _TENSOR_FIELDS = operator.itemgetter(*_TENSOR_KEYS)
 
 
 def _check_tensors(tensors: list[Any], n_ops: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Check every tensor (spec section 2); return size and is_weight per tensor, and
-    per access (tensors in order, each tensor's pairs as listed) its tensor, op and bytes."""
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Check every tensor (spec section 2); return size and is_weight per tensor, per
+    access (tensors in order, each tensor's pairs as listed) its tensor, op and bytes,
+    and where each tensor's accesses start (`first[t]:first[t + 1]`)."""
     T = len(tensors)
     if set(map(type, tensors)) != {dict}:
         _check_named("tensor", tensors)
@@ -528,7 +523,7 @@ def _check_tensors(tensors: list[Any], n_ops: int
             raise fail(t, f"producer op {p} is not among its accesses")
         raise fail(t, f"producer op {p} must be the smallest op index among its accesses, "
                       f"but op {min(steps)} reads it first (consumer before producer)")
-    return size, is_weight, tensor_of, step, nbytes
+    return size, is_weight, tensor_of, step, nbytes, first
 
 
 def _rectify_rank(traffic: np.ndarray, size: np.ndarray) -> np.ndarray:
