@@ -18,10 +18,9 @@ from memplace.instances.hardware import HARDWARE, STATIC_PRESETS, hardware_prese
 from memplace.instances.synthetic import synthetic_workload
 from memplace.instances.transformer import bert_base, gpt2, vit_b16
 from memplace.model import Instance
-from memplace.model.instance import dumps
+from memplace.model.instance import FORMAT, dumps
 from memplace.model.core.errors import MemplaceError
 
-FORMAT = "memplace-instance/1"
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 # Each maker returns a spec `workload` dict; keyword parameters: batch, width
@@ -42,7 +41,6 @@ SYNTHETIC = re.compile(r"synth-([0-9]{1,12})")
 MAX_SYNTHETIC_OPS = 10_000_000  # 100 times the largest size the scaling table measures
 SYNTHETIC_SIZES = (100, 1000, 10000)
 
-EGRL_WORKLOADS = ("resnet50", "resnet101", "bert-base")
 # The committed benchmark set: every named workload on every preset, and a few
 # synthetic sizes (scaling studies) on the NNP-I and the edge NPU.
 COMMITTED: tuple[tuple[str, str], ...] = tuple(
@@ -102,10 +100,6 @@ def workload(name: str, **params: Any) -> dict[str, Any]:
         raise MemplaceError(f"workload {name!r} with parameters {params}: {exc}") from None
 
 
-def _params_text(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items())
-
-
 def instance_name(workload_name: str, hardware_name: str, params: dict[str, Any]) -> str:
     """`workload@hardware`, with non-default parameters in brackets: `resnet50[batch=4]@nnpi`."""
     if not params:
@@ -122,11 +116,12 @@ def build_instance(workload_name: str, hardware_name: str, **params: Any) -> dic
     hw = hardware_preset(hardware_name)
     call = ", ".join([repr(workload_name), repr(hardware_name)]
                      + [f"{k}={v!r}" for k, v in sorted(params.items())])
+    made_with = " ".join(f"{k}={v}" for k, v in w["params"].items())
     return {
         "format": FORMAT,
         "name": instance_name(workload_name, hardware_name, params),
         "source": f"memplace.instances.build_instance({call})",
-        "notes": (f"{w['name']} with {_params_text(w['params'])} on {hw['name']}; flops count "
+        "notes": (f"{w['name']} with {made_with} on {hw['name']}; flops count "
                   "2 per multiply-accumulate; the sources of the figures are in workload.source "
                   "and hardware.source"),
         "workload": w,

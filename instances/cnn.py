@@ -57,9 +57,7 @@ class CNN:
         flops = 2.0 * out * fan_in + (out if shortcut is not None else 0)
         weights = {"weight": fan_in * cout + (cout if bias else 0)}
         reads = [x.tensor] + ([shortcut.tensor] if shortcut is not None else [])
-        kind = "conv"
-        if groups == x.c and groups > 1:
-            kind = "depthwise_conv"
+        kind = "depthwise_conv" if groups == x.c and groups > 1 else "conv"
         return Feature(self.g.op(name, kind, flops, reads, out, weights), h, w, cout)
 
     def pool(self, name: str, x: Feature, k: int, stride: int, pad: int = 0) -> Feature:

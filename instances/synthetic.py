@@ -38,9 +38,8 @@ def synthetic_workload(n_ops: int, seed: int = 0) -> dict[str, Any]:
         return _synthetic(n_ops, seed)
 
 
-def _synthetic(n_ops: int, seed: int) -> dict[str, Any]:
+def _synthetic(n: int, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    n = n_ops
 
     # Layers: widths 1..3, the last one trimmed so the total is exactly n.
     widths = rng.integers(1, 4, size=n)

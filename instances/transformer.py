@@ -55,11 +55,10 @@ class Transformer:
         """x @ W + b: a matmul, with the bias add fused or as its own op."""
         out = x.rows * n
         flops = 2.0 * out * x.cols
-        if not self.separate_bias:
-            t = self.g.op(name, "matmul", flops, [x.tensor], out, {"weight": x.cols * n + n})
-            return Act(t, x.rows, n)
-        t = self.g.op(name, "matmul", flops, [x.tensor], out, {"weight": x.cols * n})
-        t = self.g.elementwise(f"{name}.bias_add", "add", [t], out, {"bias": n})
+        fused_bias = 0 if self.separate_bias else n
+        t = self.g.op(name, "matmul", flops, [x.tensor], out, {"weight": x.cols * n + fused_bias})
+        if self.separate_bias:
+            t = self.g.elementwise(f"{name}.bias_add", "add", [t], out, {"bias": n})
         return Act(t, x.rows, n)
 
     def unary(self, name: str, type: str, x: Act, weights: dict[str, int] | None = None) -> Act:

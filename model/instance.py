@@ -186,11 +186,7 @@ class Instance:
     # ------------------------------------------------------------------ arrays
     def _build_arrays(self) -> None:
         n = self.n_ops
-        acc = _check_tensors(self.tensors, n)
-        size, is_weight, tensor_of, step, nbytes = acc
-        T = len(size)
-        first = np.zeros(T + 1, np.int64)
-        np.cumsum(np.bincount(tensor_of, minlength=T), out=first[1:])
+        size, is_weight, tensor_of, step, nbytes, first = _check_tensors(self.tensors, n)
         start = np.minimum.reduceat(step, first[:-1])
         end = np.maximum.reduceat(step, first[:-1])
         start[is_weight == 1], end[is_weight == 1] = 0, n - 1
@@ -203,9 +199,7 @@ class Instance:
         np.cumsum(np.bincount(step, minlength=n), out=op_ptr[1:])
         # Tensor-side view: for each tensor, the indices of its accesses in op order.
         order = np.argsort(op_tensor, kind="stable")
-        counts = np.bincount(op_tensor, minlength=T)
-        tensor_ptr = np.zeros(T + 1, np.int64)
-        np.cumsum(counts, out=tensor_ptr[1:])
+        tensor_ptr = first  # a tensor's accesses, counted in either order
 
         self.size, self.start, self.end = size, start, end
         self.traffic, self.is_weight = traffic, is_weight
@@ -365,12 +359,7 @@ def _check_ops(ops: list[Any]) -> np.ndarray:
     if set(map(type, names)) != {str}:
         _check_named("op", ops)
         raw = tuple(op.get("flops") for op in ops)
-    flops = None
-    if set(map(type, raw)) <= {float, int}:
-        try:
-            flops = np.fromiter(raw, np.float64, len(raw))
-        except OverflowError:  # an integer beyond a float's range
-            pass
+    flops = _column(raw, np.float64, frozenset({float, int}))
     if flops is None:
         k = next(k for k, f in enumerate(raw) if not is_number(f))
     else:
@@ -422,12 +411,13 @@ def _check_levels(hardware: dict[str, Any]) -> list[Level]:
     return levels
 
 
-def _int64(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:
-    """The values as int64 when every one is a JSON integer that fits; else None."""
-    if set(map(type, values)) <= {int}:
+def _column(values: list[Any] | tuple[Any, ...], dtype: type = np.int64,
+            types: frozenset[type] = frozenset({int})) -> np.ndarray | None:
+    """The values as `dtype` when every one is of one of `types` and fits; else None."""
+    if set(map(type, values)) <= types:
         try:
-            return np.fromiter(values, np.int64, len(values))
-        except OverflowError:
+            return np.fromiter(values, dtype, len(values))
+        except OverflowError:  # an integer beyond the dtype's range
             return None
     return None
 
@@ -438,9 +428,10 @@ _TENSOR_FIELDS = operator.itemgetter(*_TENSOR_KEYS)
 
 
 def _check_tensors(tensors: list[Any], n_ops: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Check every tensor (spec section 2); return size and is_weight per tensor, and
-    per access (tensors in order, each tensor's pairs as listed) its tensor, op and bytes."""
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Check every tensor (spec section 2); return size and is_weight per tensor, per
+    access (tensors in order, each tensor's pairs as listed) its tensor, op and bytes,
+    and where each tensor's accesses start (`first[t]:first[t + 1]`)."""
     T = len(tensors)
     if set(map(type, tensors)) != {dict}:
         _check_named("tensor", tensors)
@@ -461,7 +452,7 @@ def _check_tensors(tensors: list[Any], n_ops: int
         raise fail(t, f"kind must be 'weight' or 'activation', got {shown(kinds[t])}")
     is_weight = np.fromiter(map("weight".__eq__, kinds), np.bool_, T).astype(np.int8)
 
-    size = _int64(raw_sizes)
+    size = _column(raw_sizes)
     bad = (None if size is None else (size <= 0) | (size > MAX_BYTES))
     if bad is None or bad.any():
         t = (next(t for t, v in enumerate(raw_sizes) if not (is_int(v) and 0 < v <= MAX_BYTES))
@@ -481,14 +472,9 @@ def _check_tensors(tensors: list[Any], n_ops: int
     if not (set(map(type, pairs)) == {list} and set(map(len, pairs)) == {2}):
         j = next(j for j, p in enumerate(pairs) if not (isinstance(p, list) and len(p) == 2))
         raise fail(int(tensor_of[j]), f"access {shown(pairs[j])} is not an [op_index, bytes] pair")
-    table = None
-    if set(map(type, chain.from_iterable(pairs))) == {int}:
-        try:
-            table = np.fromiter(chain.from_iterable(pairs), np.int64, 2 * len(pairs))
-        except OverflowError:
-            pass
+    flat = list(chain.from_iterable(pairs))
+    table = _column(flat)
     if table is None:  # some op index or byte count is not an integer that fits in 64 bits
-        flat = list(chain.from_iterable(pairs))
         j = next(j for j, v in enumerate(flat)
                  if not (is_int(v) and -MAX_TOTAL < v < MAX_TOTAL))
         t, (k, b) = int(tensor_of[j // 2]), pairs[j // 2]
@@ -520,7 +506,7 @@ def _check_tensors(tensors: list[Any], n_ops: int
     if _MISSING in raw_producers:
         raise fail(raw_producers.index(_MISSING), "'producer' is required (an op index or null)")
     given = np.fromiter(map(operator.is_not, raw_producers, repeat(None)), np.bool_, T)
-    producer = _int64([p for p in raw_producers if p is not None])
+    producer = _column([p for p in raw_producers if p is not None])
     if producer is not None:
         bad = (producer < 0) | (producer >= n_ops)
     if producer is None or bad.any():
@@ -537,7 +523,7 @@ def _check_tensors(tensors: list[Any], n_ops: int
             raise fail(t, f"producer op {p} is not among its accesses")
         raise fail(t, f"producer op {p} must be the smallest op index among its accesses, "
                       f"but op {min(steps)} reads it first (consumer before producer)")
-    return size, is_weight, tensor_of, step, nbytes
+    return size, is_weight, tensor_of, step, nbytes, first
 
 
 def _rectify_rank(traffic: np.ndarray, size: np.ndarray) -> np.ndarray:

@@ -223,21 +223,15 @@ def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
     offsets[sizes == 0] = 0
     busy = np.flatnonzero(sizes > 0)
     total_nodes = 0
-    timed_out = False
     # smallest parts first: an infeasible small part settles the question quickly
     for part in sorted((busy[p] for p in _parts(lowers[busy], uppers[busy])), key=len):
         status, got, nodes = _solve_part(sizes[part], lowers[part], uppers[part],
                                          alignments[part], capacity, deadline, node_limit,
                                          default_workers() if workers is None else workers)
         total_nodes += nodes
-        if status == INFEASIBLE:
-            return INFEASIBLE, np.full(sizes.size, -1, np.int64), total_nodes
-        if status == TIME_LIMIT:
-            timed_out = True
-            break
+        if status != PACKED:  # INFEASIBLE or TIME_LIMIT: no offsets
+            return status, np.full(sizes.size, -1, np.int64), total_nodes
         offsets[part] = got
-    if timed_out:
-        return TIME_LIMIT, np.full(sizes.size, -1, np.int64), total_nodes
     return PACKED, offsets, total_nodes
 
 

@@ -174,11 +174,9 @@ def write_csv(path: str | Path, buffers: Sequence[Buffer],
               offsets: Sequence[int] | None = None) -> None:
     """Write buffers as MiniMalloc CSV (`id,lower,upper,size`, plus `offset` when given),
     atomically."""
-    path = Path(path)
     with atomic_write(path, "packing file", newline="") as out:
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["id", "lower", "upper", "size"] + (["offset"] if offsets is not None
-                                                             else []))
+        writer.writerow(["id", "lower", "upper", "size"] + (["offset"] if offsets is not None else []))
         for k, b in enumerate(buffers):
             row = [b.id, b.lower, b.upper, b.size]
             writer.writerow(row + ([int(offsets[k])] if offsets is not None else []))

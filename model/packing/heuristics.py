@@ -26,11 +26,6 @@ BEST_FIT = 1
 
 
 @njit(cache=True, nogil=True)
-def _round_up(x, a):
-    return ((x + a - 1) // a) * a
-
-
-@njit(cache=True, nogil=True)
 def place_in_order(order, sizes, lowers, uppers, alignments, capacity, gap_rule):
     """Offsets for buffers placed in `order` by `gap_rule` (FIRST_FIT or BEST_FIT); -1 = did not fit.
 
@@ -90,18 +85,14 @@ def heuristic_offsets(sizes, lowers, uppers, alignments, capacity, which):
     """Offsets by heuristic number `which`: 0 best-fit by size, 1 best-fit by length,
     2 greedy by size (first fit), 3 greedy by conflicts (first fit)."""
     lengths = uppers - lowers
-    if which == 0:
-        return place_in_order(_order_by(sizes, lengths), sizes, lowers, uppers, alignments,
-                              capacity, BEST_FIT)
     if which == 1:
-        return place_in_order(_order_by(lengths, sizes), sizes, lowers, uppers, alignments,
-                              capacity, BEST_FIT)
-    if which == 2:
-        return place_in_order(_order_by(sizes, lengths), sizes, lowers, uppers, alignments,
-                              capacity, FIRST_FIT)
-    counts = conflict_counts(lowers, uppers)
-    return place_in_order(_order_by(counts, sizes), sizes, lowers, uppers, alignments,
-                          capacity, FIRST_FIT)
+        order = _order_by(lengths, sizes)
+    elif which == 3:
+        order = _order_by(conflict_counts(lowers, uppers), sizes)
+    else:
+        order = _order_by(sizes, lengths)
+    return place_in_order(order, sizes, lowers, uppers, alignments, capacity,
+                          BEST_FIT if which < 2 else FIRST_FIT)
 
 
 HEURISTICS = {

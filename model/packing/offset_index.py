@@ -167,13 +167,8 @@ def index_fit(ix, l, s, e, need, alignment, capacity, best_fit, start, end, offs
             found_lo[i] = offsets[u]
             found_hi[i] = offsets[u] + size[u]
         order = np.argsort(found_lo[:c])
-        for i in range(c):  # sorted in place, through `found` as scratch
-            found[i] = found_lo[order[i]]
-        for i in range(c):
-            found_lo[i] = found[i]
-            found[i] = found_hi[order[i]]
-        for i in range(c):
-            found_hi[i] = found[i]
+        found_lo[:c] = found_lo[:c][order]
+        found_hi[:c] = found_hi[:c][order]
     best = -1
     best_gap = 0
     cursor = 0

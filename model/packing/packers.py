@@ -20,7 +20,7 @@ from memplace.model.core.registry import Registry
 from memplace.model.packing import exact as pack_exact
 from memplace.model.packing.heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
 
-STATUSES = ("packed", "infeasible", "timeout", "failed")
+_STATUS = {pack_exact.PACKED: "packed", pack_exact.INFEASIBLE: "infeasible", pack_exact.TIME_LIMIT: "timeout"}
 CLIMB_PROBE_S = 2.0  # seconds per climbing probe of `minimize` without a time limit
 
 
@@ -82,10 +82,7 @@ def _height(sizes: np.ndarray, offsets: np.ndarray) -> int:
 
 def peak_live_size(buffers: Sequence[Buffer]) -> int:
     """Largest total size of buffers alive at one time: a lower bound on any packing's height."""
-    if not buffers:
-        return 0
-    sizes, lowers, uppers, _ = _arrays(buffers)
-    return _peak(sizes, lowers, uppers)
+    return _peak(*_arrays(buffers)[:3])
 
 
 def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
@@ -146,8 +143,7 @@ def _exact_search_only(sizes, lowers, uppers, aligns, capacity, time_limit):
     """The canonical-packing search alone (no heuristic shortcut), for benchmarking it."""
     code, offsets, nodes = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, capacity,
                                                     time_limit)
-    return {pack_exact.PACKED: "packed", pack_exact.INFEASIBLE: "infeasible",
-            pack_exact.TIME_LIMIT: "timeout"}[code], offsets, nodes
+    return _STATUS[code], offsets, nodes
 
 
 @register("exact")
@@ -251,11 +247,10 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
         code, best, nodes = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, limit,
                                                      time_limit)
         if code != pack_exact.PACKED:
-            wall = time.perf_counter() - start
-            name = "infeasible" if code == pack_exact.INFEASIBLE else "timeout"
             if code == pack_exact.INFEASIBLE:
                 lower = max(lower, limit + 1)
-            return PackResult(best, name, 0, "minimize", wall, nodes), lower
+            wall = time.perf_counter() - start
+            return PackResult(best, _STATUS[code], 0, "minimize", wall, nodes), lower
     best, upper, proven_lower, used = pack_exact.lowest_height(
         sizes, lowers, uppers, aligns, best, lower, deadline,
         CLIMB_PROBE_S if time_limit is None else time_limit / 20)

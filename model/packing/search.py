@@ -380,7 +380,6 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     memo_k1 = np.zeros(memo_size, np.uint64)
     memo_k2 = np.zeros(memo_size, np.uint64)
     memo_thr = np.zeros(memo_size, np.int64)
-    memo_hits = 0
     key_base = np.int64(n)
     # read the clock about every millisecond: nodes cost more as instances grow
     clock_mask = 1023 if n <= 256 else 63 if n <= 1024 else 15
@@ -431,27 +430,24 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 ncomp = 1
                 comp_lo[0] = p_lo[e]
                 comp_hi[0] = p_hi[e]
-            if ncomp >= 2:
-                first = 0
-                for k in range(1, ncomp):
-                    if comp_slack[k] < comp_slack[first]:
-                        first = k
-                for k in range(ncomp):
-                    if k == first:
-                        continue
-                    e = pool_top[depth]
-                    pool_top[depth] += 1
-                    p_lo[e] = comp_lo[k]
-                    p_hi[e] = comp_hi[k]
-                    p_thr[e] = tried[depth]
-                    p_fail[e] = fail_to[depth]
-                    p_next[e] = head[depth]
-                    head[depth] = e
-                scope_lo[depth] = comp_lo[first]
-                scope_hi[depth] = comp_hi[first]
-            else:
-                scope_lo[depth] = comp_lo[0]
-                scope_hi[depth] = comp_hi[0]
+            # keep the tightest group; the others wait on the pending list
+            first = 0
+            for k in range(1, ncomp):
+                if comp_slack[k] < comp_slack[first]:
+                    first = k
+            for k in range(ncomp):
+                if k == first:
+                    continue
+                e = pool_top[depth]
+                pool_top[depth] += 1
+                p_lo[e] = comp_lo[k]
+                p_hi[e] = comp_hi[k]
+                p_thr[e] = tried[depth]
+                p_fail[e] = fail_to[depth]
+                p_next[e] = head[depth]
+                head[depth] = e
+            scope_lo[depth] = comp_lo[first]
+            scope_hi[depth] = comp_hi[first]
             start = cand_start[depth - 1] + ncand[depth - 1] if depth > 0 else 0
             if start + n > pool.size:
                 grown = np.empty(2 * pool.size + n, np.int64)
@@ -470,7 +466,6 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
             if memo_k1[slot] == h1 and memo_k2[slot] == h2 and memo_thr[slot] <= tried[depth]:
                 ncand[depth] = 0
                 next_cand[depth] = 0
-                memo_hits += 1
                 continue
             ncand[depth] = _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed,
                                        maxfloor, floor, remaining, capacity, scope_lo[depth],
