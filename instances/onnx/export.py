@@ -21,6 +21,7 @@ sparse file (no disk blocks), so even BERT's tables cost nothing to write.
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,6 @@ from memplace.instances.onnx.errors import OnnxImportError
 
 OPSET = 20  # Gelu
 ACTIVATIONS = {0.0: [], 1.0: ["Relu"], 4.0: ["Sigmoid"], 5.0: ["Sigmoid", "Mul"]}
-ELEMENTWISE_UNARY = {"gelu": "Gelu", "tanh": "Tanh", "sigmoid": "Sigmoid", "relu": "Relu",
-                     "softmax": "Softmax"}
 
 
 def _square(n: float) -> int | None:
@@ -132,7 +131,6 @@ class _Writer:
 
     # ------------------------------------------------------------ ops
     def write(self) -> onnx.ModelProto:
-        outputs_read = set()
         for k, op in enumerate(self.w["ops"]):
             outs = [t for t, tensor in enumerate(self.tensors) if tensor["producer"] == k]
             reads = self.reads.get(k, [])
@@ -151,8 +149,7 @@ class _Writer:
                     f"op {op['name']!r} ({op['type']}) of {self.w['name']!r}: its shapes cannot be "
                     "recovered (the catalog's CNNs and transformers can be written, synthetic "
                     "DAGs cannot)") from None
-            for t, _ in reads:
-                outputs_read.add(t)
+        outputs_read = {t for reads in self.reads.values() for t, _ in reads}
         produced = [t for t, tensor in enumerate(self.tensors) if tensor["producer"] is not None]
         finals = [t for t in produced if t not in outputs_read]
         graph_outputs = [helper.make_tensor_value_info(self.value_of[t], TensorProto.FLOAT,
@@ -207,8 +204,7 @@ class _Writer:
                           f"{op['name']}.residual", shape)
         self._emit(outs, y)
 
-    def _depthwise_conv(self, op, acts, weights, outs):
-        self._conv(op, acts, weights, outs, depthwise=True)
+    _depthwise_conv = functools.partialmethod(_conv, depthwise=True)
 
     def _pool(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
@@ -249,10 +245,6 @@ class _Writer:
         self._emit(outs, y)
 
     # elementwise and transformer ops ---------------------------------------
-    def _tokens(self, t_elements: int) -> tuple[int, ...]:
-        s, h, d = self.heads
-        return (self.batch, s, t_elements // (self.batch * s))
-
     def _mul(self, op, acts, weights, outs):
         name = self.tensors[outs[0]]["name"]
         x = self.activation(acts[0][0])
@@ -300,9 +292,7 @@ class _Writer:
         else:  # positions 0..S-1
             s = self.heads[0]
             rows_shape = (s,)
-            ids = f"{op['name']}.positions"
-            self.nodes.append(helper.make_node("Constant", [], [ids], name=ids, value=helper.make_tensor(
-                ids, TensorProto.INT64, [s], list(range(s)))))
+            ids = self.constant(f"{op['name']}.positions", list(range(s)))
         rows = math.prod(rows_shape)
         d = out // rows
         table = self.weight(self.tensors[table_t]["name"], (self.elements(table_t) // d, d))
@@ -377,19 +367,14 @@ class _Writer:
         self._emit(outs, self.node("Transpose", [x], self.tensors[outs[0]]["name"], op["name"],
                                    shape, perm=perm))
 
-    def _unary(self, op, acts, outs, onnx_op: str, **attrs):
+    def _unary(self, op, acts, weights, outs, onnx_op: str, **attrs):
         x = self.activation(acts[0][0])
         self._emit(outs, self.node(onnx_op, [x], self.tensors[outs[0]]["name"], op["name"],
                                    self.shapes[x], **attrs))
 
-    def _softmax(self, op, acts, weights, outs):
-        self._unary(op, acts, outs, "Softmax", axis=-1)
-
-    def _gelu(self, op, acts, weights, outs):
-        self._unary(op, acts, outs, "Gelu")
-
-    def _tanh(self, op, acts, weights, outs):
-        self._unary(op, acts, outs, "Tanh")
+    _softmax = functools.partialmethod(_unary, onnx_op="Softmax", axis=-1)
+    _gelu = functools.partialmethod(_unary, onnx_op="Gelu")
+    _tanh = functools.partialmethod(_unary, onnx_op="Tanh")
 
     def _slice(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
@@ -401,7 +386,6 @@ class _Writer:
                                 self.constant(f"{op['name']}.axes", [1])],
                       self.tensors[outs[0]]["name"], op["name"], (b, 1, d))
         self._emit(outs, y)
-
 
     def _split(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
@@ -461,8 +445,7 @@ def to_onnx(workload: dict[str, Any]) -> tuple[onnx.ModelProto, int]:
     """The ONNX graph of a built-in `workload` dict and the bytes of its (zero) weights.
 
     Raises `OnnxImportError` naming the first op whose type or sizes cannot be written."""
-    writer = _Writer(workload)
-    model = writer.write()
+    model = _Writer(workload).write()
     total = sum(int(np.prod(t.dims, dtype=np.int64)) * 4 for t in model.graph.initializer)
     return model, total
 

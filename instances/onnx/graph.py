@@ -26,6 +26,7 @@ float initializer an op reads is still emitted as a weight, see `importer`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -120,10 +121,7 @@ def _stored_constant(node: onnx.NodeProto) -> tuple[int, int]:
         if a.name in ("value", "sparse_value"):
             t = a.t if a.name == "value" else a.sparse_tensor.values
             dims = a.t.dims if a.name == "value" else a.sparse_tensor.dims
-            n = 1
-            for d in dims:
-                n *= int(d)
-            return t.data_type, n
+            return t.data_type, math.prod(int(d) for d in dims)
         if a.name in ("value_float", "value_int"):
             return (TensorProto.FLOAT if a.name == "value_float" else TensorProto.INT64), 1
         if a.name in ("value_floats", "value_ints"):

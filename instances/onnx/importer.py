@@ -16,6 +16,7 @@ of the program, no tensor. A `Gather` moves only the rows it gathers and a
 """
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from pathlib import Path
@@ -84,10 +85,7 @@ class _Emitter:
     def size(self, value: str) -> int:
         size = self._sizes.get(value)
         if size is None:
-            n = 1
-            for d in self.shape(value):
-                n *= d
-            size = self._sizes[value] = n * self.width(value)
+            size = self._sizes[value] = math.prod(self.shape(value)) * self.width(value)
         return size
 
     def _access(self, value: str, kind: str, producer: int | None, k: int, nbytes: int) -> None:
@@ -158,7 +156,7 @@ class _Emitter:
             if INDEX_INPUTS.get(node.op_type) == position:
                 return  # static indices: the gather is a static slice
             stored = self.shaped.initializers.get(value)
-            if self._elements(value) <= 1 and (stored is None or stored.elem_type not in FLOATING):
+            if math.prod(self.shape(value)) <= 1 and (stored is None or stored.elem_type not in FLOATING):
                 return  # a scalar from a Constant node or folding: an immediate of the program
             kind = "weight"  # a float initializer, or a folded constant (e.g. an attention mask)
         elif value in produced or value in lowered.graph_inputs:
@@ -172,18 +170,10 @@ class _Emitter:
             nbytes = self.size(out) // self.width(out) * self.width(value)
         self._access(value, kind, None, k, nbytes)
 
-    def _elements(self, value: str) -> int:
-        n = 1
-        for d in self.shape(value):
-            n *= d
-        return n
-
     def tensor_list(self) -> list[dict[str, Any]]:
-        out = []
-        for tensor in self.tensors.values():
-            # ops are emitted in schedule order, so accesses are already sorted by op
-            out.append({**tensor, "accesses": [[k, b] for k, b in tensor["accesses"].items()]})
-        return out
+        # ops are emitted in schedule order, so accesses are already sorted by op
+        return [{**tensor, "accesses": [[k, b] for k, b in tensor["accesses"].items()]}
+                for tensor in self.tensors.values()]
 
 
 def _hardware(hardware: str | dict[str, Any]) -> dict[str, Any]:
@@ -231,12 +221,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
 
     def elements(value: str) -> int | None:
         found = shaped.types.get(value)
-        if found is None:
-            return None
-        n = 1
-        for d in found[1]:
-            n *= d
-        return n
+        return None if found is None else math.prod(found[1])
 
     def elem_type(value: str) -> int | None:
         found = shaped.types.get(value)

@@ -21,6 +21,7 @@ and inference runs on a *slim* copy whose large initializers are graph inputs
 from __future__ import annotations
 
 import logging
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -48,18 +49,17 @@ class Initializer:
 
     @property
     def elements(self) -> int:
-        return int(np.prod(self.dims, dtype=np.int64)) if self.dims else 1
+        return math.prod(self.dims)
 
 
 @dataclass
 class ShapedModel:
-    """A slim model (no large weights), its initializers, and the static type of each value.
+    """A slim model's initializers and the static type of each value.
 
     `types[name]` is `(elem_type, dims)` with every dim an int, for each value whose
     shape is fully known; `notes` says which library failed and why.
     """
 
-    model: onnx.ModelProto
     initializers: dict[str, Initializer]
     types: dict[str, tuple[int, tuple[int, ...]]]
     notes: list[str] = field(default_factory=list)
@@ -100,9 +100,8 @@ def slim_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, Initi
             kept.append(init)
         elif init.name not in declared:
             as_inputs.append(helper.make_tensor_value_info(init.name, init.data_type, info.dims))
-    inputs = [i for i in graph.input]
     slim_graph = helper.make_graph(
-        list(graph.node), graph.name or "main", inputs + as_inputs, list(graph.output),
+        list(graph.node), graph.name or "main", list(graph.input) + as_inputs, list(graph.output),
         initializer=kept, value_info=list(graph.value_info))
     slim = helper.make_model(slim_graph, opset_imports=list(model.opset_import),
                              ir_version=max(model.ir_version, 4))
@@ -230,10 +229,6 @@ def _symbolic_inference(model: onnx.ModelProto) -> onnx.ModelProto:
         log.setLevel(level)
 
 
-def _outputs(model: onnx.ModelProto) -> list[str]:
-    return [o for n in model.graph.node for o in n.output if o]
-
-
 def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer]) -> ShapedModel:
     """Every value's static type, from the model itself, ONNX's inference and, where that
     leaves shapes unknown, onnxruntime's symbolic inference (see the module docstring)."""
@@ -241,7 +236,7 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
     for info in initializers.values():
         types[info.name] = (info.elem_type, info.dims)
     notes: list[str] = []
-    wanted = _outputs(model)
+    wanted = [o for n in model.graph.node for o in n.output if o]
     for name, infer in (("onnx.shape_inference", _onnx_inference),
                         ("onnxruntime symbolic_shape_infer", _symbolic_inference)):
         if all(o in types for o in wanted):
@@ -257,4 +252,4 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
             types.setdefault(value, found)
         if types and len(types) > before:
             notes.append(f"{name} resolved {len(types) - before} shapes")
-    return ShapedModel(model, initializers, types, notes)
+    return ShapedModel(initializers, types, notes)
