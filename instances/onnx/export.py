@@ -162,6 +162,13 @@ class _Writer:
     def _emit(self, outs: list[int], value: str) -> None:
         self.value_of[outs[0]] = value
 
+    def _result(self, op, outs: list[int], onnx_op: str, inputs: list[str], shape: tuple[int, ...],
+                **attrs: Any) -> None:
+        """The node `op` is written as when one node does it: named after the op, its output
+        after the generator's output tensor."""
+        self._emit(outs, self.node(onnx_op, inputs, self.tensors[outs[0]]["name"], op["name"], shape,
+                                   **attrs))
+
     # CNN -----------------------------------------------------------------
     def _window(self, h_in: int, k: int, h_out: int) -> tuple[int, int]:
         for pad, stride in ((k // 2, 1), (k // 2, 2), (0, 1), (0, 2), (0, k)):
@@ -210,16 +217,14 @@ class _Writer:
         x = self.activation(acts[0][0])
         n, c, h, w = self.shapes[x]
         out = self.elements(outs[0])
-        name = self.tensors[outs[0]]["name"]
         if out == n * c and op["flops"] == n * c * h * w:
-            y = self.node("GlobalAveragePool", [x], name, op["name"], (n, c, 1, 1))
+            self._result(op, outs, "GlobalAveragePool", [x], (n, c, 1, 1))
         else:
             k = _square(op["flops"] / out)
             side = _square(out / (n * c))
             pad, stride = self._window(h, k, side)
-            y = self.node("MaxPool", [x], name, op["name"], (n, c, side, side), kernel_shape=[k, k],
-                          strides=[stride, stride], pads=[pad] * 4)
-        self._emit(outs, y)
+            self._result(op, outs, "MaxPool", [x], (n, c, side, side), kernel_shape=[k, k],
+                         strides=[stride, stride], pads=[pad] * 4)
 
     def _fc(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
@@ -266,7 +271,6 @@ class _Writer:
         self._emit(outs, y)
 
     def _add(self, op, acts, weights, outs):
-        name = self.tensors[outs[0]]["name"]
         inputs = sorted((self.activation(t) for t, _ in acts),
                         key=lambda v: (-math.prod(self.shapes[v]), -len(self.shapes[v])))
         shape = self.shapes[inputs[0]]
@@ -281,10 +285,10 @@ class _Writer:
             inputs[1] = self.node("Reshape", [inputs[1], self.constant(
                 f"{op['name']}.shape", [b, 1, 1, -1])], f"{op['name']}.mask4",
                 f"{op['name']}.reshape", (b, 1, 1, self.shapes[inputs[1]][1]))
-        self._emit(outs, self.node("Add", inputs, name, op["name"], shape))
+        self._result(op, outs, "Add", inputs, shape)
 
     def _gather(self, op, acts, weights, outs):
-        table_t, nbytes = weights[0]
+        table_t = weights[0][0]
         out = self.elements(outs[0])
         if acts:
             ids = self.activation(acts[0][0])
@@ -296,16 +300,14 @@ class _Writer:
         rows = math.prod(rows_shape)
         d = out // rows
         table = self.weight(self.tensors[table_t]["name"], (self.elements(table_t) // d, d))
-        self._emit(outs, self.node("Gather", [table, ids], self.tensors[outs[0]]["name"], op["name"],
-                                   rows_shape + (d,)))
+        self._result(op, outs, "Gather", [table, ids], rows_shape + (d,))
 
     def _layernorm(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
         d = self.shapes[x][-1]
-        y = self.node("LayerNormalization", [x, self.weight(f"{op['name']}.weight", (d,)),
-                                             self.weight(f"{op['name']}.bias", (d,))],
-                      self.tensors[outs[0]]["name"], op["name"], self.shapes[x], axis=-1)
-        self._emit(outs, y)
+        self._result(op, outs, "LayerNormalization", [x, self.weight(f"{op['name']}.weight", (d,)),
+                                                       self.weight(f"{op['name']}.bias", (d,))],
+                     self.shapes[x], axis=-1)
 
     def _matmul(self, op, acts, weights, outs):
         name = self.tensors[outs[0]]["name"]
@@ -315,7 +317,7 @@ class _Writer:
                 self.tensors[read[0]]["name"]))
             a, b = self.activation(first[0]), self.activation(second[0])
             shape = self.shapes[a][:-1] + self.shapes[b][-1:]
-            self._emit(outs, self.node("MatMul", [a, b], name, op["name"], shape))
+            self._result(op, outs, "MatMul", [a, b], shape)
             return
         a = self.activation(acts[0][0])
         k = self.shapes[a][-1]
@@ -326,10 +328,10 @@ class _Writer:
             table = self.weight(self.tensors[wt]["name"], (n, k))
             tt = self.node("Transpose", [table], f"{op['name']}.table_t", f"{op['name']}.table_t",
                            (k, n), perm=[1, 0])
-            self._emit(outs, self.node("MatMul", [a, tt], name, op["name"], shape))
+            self._result(op, outs, "MatMul", [a, tt], shape)
         elif self.elements(wt) == k * n:
             w = self.weight(f"{op['name']}.weight", (k, n))
-            self._emit(outs, self.node("MatMul", [a, w], name, op["name"], shape))
+            self._result(op, outs, "MatMul", [a, w], shape)
         else:  # bias folded into the GEMM: Gemm on rows
             rows = math.prod(self.shapes[a]) // k
             a2 = self.node("Reshape", [a, self.constant(f"{op['name']}.rows", [rows, k])],
@@ -349,28 +351,23 @@ class _Writer:
             n, c, hh, ww = shape
             flat = self.node("Reshape", [x, self.constant(f"{op['name']}.shape", [n, c, hh * ww])],
                              f"{op['name']}.flat", f"{op['name']}.reshape", (n, c, hh * ww))
-            self._emit(outs, self.node("Transpose", [flat], self.tensors[outs[0]]["name"],
-                                       op["name"], (n, hh * ww, c), perm=[0, 2, 1]))
+            self._result(op, outs, "Transpose", [flat], (n, hh * ww, c), perm=[0, 2, 1])
             return
         s, h, d = self.heads
         target = shape[:2] + (h, d) if len(shape) == 3 else shape[:2] + (h * d,)
-        y = self.node("Reshape", [x, self.constant(f"{op['name']}.shape", list(target))],
-                      self.tensors[outs[0]]["name"], op["name"], target)
-        self._emit(outs, y)
+        self._result(op, outs, "Reshape", [x, self.constant(f"{op['name']}.shape", list(target))],
+                     target)
 
     def _transpose(self, op, acts, weights, outs):
-        t = acts[0][0]
-        x = self.activation(t)
+        x = self.activation(acts[0][0])
         keys = self.tensors[outs[0]]["name"].endswith(".k.transpose.out")  # [B, H, d, S]
         perm = [0, 2, 3, 1] if keys else [0, 2, 1, 3]
         shape = tuple(self.shapes[x][p] for p in perm)
-        self._emit(outs, self.node("Transpose", [x], self.tensors[outs[0]]["name"], op["name"],
-                                   shape, perm=perm))
+        self._result(op, outs, "Transpose", [x], shape, perm=perm)
 
     def _unary(self, op, acts, weights, outs, onnx_op: str, **attrs):
         x = self.activation(acts[0][0])
-        self._emit(outs, self.node(onnx_op, [x], self.tensors[outs[0]]["name"], op["name"],
-                                   self.shapes[x], **attrs))
+        self._result(op, outs, onnx_op, [x], self.shapes[x], **attrs)
 
     _softmax = functools.partialmethod(_unary, onnx_op="Softmax", axis=-1)
     _gelu = functools.partialmethod(_unary, onnx_op="Gelu")
@@ -381,11 +378,9 @@ class _Writer:
         b, s, d = self.shapes[x]
         first = op["name"] != "last_token"
         starts, ends = ([0], [1]) if first else ([s - 1], [s])
-        y = self.node("Slice", [x, self.constant(f"{op['name']}.starts", starts),
-                                self.constant(f"{op['name']}.ends", ends),
-                                self.constant(f"{op['name']}.axes", [1])],
-                      self.tensors[outs[0]]["name"], op["name"], (b, 1, d))
-        self._emit(outs, y)
+        self._result(op, outs, "Slice", [x, self.constant(f"{op['name']}.starts", starts),
+                                         self.constant(f"{op['name']}.ends", ends),
+                                         self.constant(f"{op['name']}.axes", [1])], (b, 1, d))
 
     def _split(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
@@ -404,19 +399,17 @@ class _Writer:
         mask_t = weights[0][0]
         s = _square(self.tensors[mask_t]["size"])
         mask = self.weight(self.tensors[mask_t]["name"], (s, s), TensorProto.BOOL)
-        y = self.node("Where", [mask, x, self.constant(f"{op['name']}.fill", -1e9)],
-                      self.tensors[outs[0]]["name"], op["name"], self.shapes[x])
-        self._emit(outs, y)
+        self._result(op, outs, "Where", [mask, x, self.constant(f"{op['name']}.fill", -1e9)],
+                     self.shapes[x])
 
     def _concat(self, op, acts, weights, outs):
-        name = self.tensors[outs[0]]["name"]
         if weights:  # ViT's class token before the patches
             x = self.activation(acts[0][0])
             n, p, d = self.shapes[x]
             if n != 1:
                 raise OnnxImportError(f"op {op['name']!r}: the class token is written for batch 1 only")
             cls = self.weight(self.tensors[weights[0][0]]["name"], (1, 1, d))
-            self._emit(outs, self.node("Concat", [cls, x], name, op["name"], (n, p + 1, d), axis=1))
+            self._result(op, outs, "Concat", [cls, x], (n, p + 1, d), axis=1)
             return
         (skip_t, crop_bytes), (x_t, _) = acts
         skip, x = self.activation(skip_t), self.activation(x_t)
@@ -427,18 +420,15 @@ class _Writer:
                                       self.constant(f"{op['name']}.ends", [off + hx, off + hx]),
                                       self.constant(f"{op['name']}.axes", [2, 3])],
                             f"{op['name']}.crop", f"{op['name']}.crop", (n, c, hx, hx))
-        self._emit(outs, self.node("Concat", [cropped, x], name, op["name"], (n, c + cx, hx, hx),
-                                   axis=1))
+        self._result(op, outs, "Concat", [cropped, x], (n, c + cx, hx, hx), axis=1)
 
     def _upsample(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
         n, cin, h, w = self.shapes[x]
         cout = self.elements(outs[0]) // (n * 4 * h * w)
-        y = self.node("ConvTranspose", [x, self.weight(f"{op['name']}.weight", (cin, cout, 2, 2)),
-                                        self.weight(f"{op['name']}.bias", (cout,))],
-                      self.tensors[outs[0]]["name"], op["name"], (n, cout, 2 * h, 2 * w),
-                      kernel_shape=[2, 2], strides=[2, 2])
-        self._emit(outs, y)
+        self._result(op, outs, "ConvTranspose", [x, self.weight(f"{op['name']}.weight", (cin, cout, 2, 2)),
+                                                  self.weight(f"{op['name']}.bias", (cout,))],
+                     (n, cout, 2 * h, 2 * w), kernel_shape=[2, 2], strides=[2, 2])
 
 
 def to_onnx(workload: dict[str, Any]) -> tuple[onnx.ModelProto, int]:

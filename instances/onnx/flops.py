@@ -111,8 +111,7 @@ FORMULAS: dict[str, Callable[[onnx.NodeProto, list[Shape], list[Shape]], float]]
     "QLinearMatMul": lambda n, i, o: _matmul(n, [i[0]], o), "Gemm": _gemm, "Einsum": _einsum,
     **dict.fromkeys(WINDOW_POOLS, _window_pool),
     **{op: (lambda n, i, o: float(_prod(i[0]))) for op in REDUCTIONS},
-    **{op: (lambda n, i, o, f=f: f * _prod(o[0])) for op, f in ELEMENTWISE.items()},
-    **{op: (lambda n, i, o, f=f: f * _prod(o[0])) for op, f in NORMALIZATION.items()},
+    **{op: (lambda n, i, o, f=f: f * _prod(o[0])) for op, f in {**ELEMENTWISE, **NORMALIZATION}.items()},
     **{op: (lambda n, i, o: 5.0 * _prod(o[0])) for op in SOFTMAX},
     **{op: (lambda n, i, o: 0.0) for op in DATA_MOVEMENT},
 }

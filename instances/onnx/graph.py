@@ -74,10 +74,6 @@ class Group:
     def anchor(self) -> int:
         return self.nodes[0]
 
-    @property
-    def position(self) -> int:
-        return max(self.nodes)
-
 
 @dataclass
 class Lowered:
@@ -298,10 +294,7 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
         residual = False
         open_values = [start]
         for _ in range(MAX_TAIL):
-            if len(open_values) == 1 and len(consumers.get(open_values[0], ())) == 1:
-                candidates = consumers[open_values[0]]  # the common case: a chain
-            else:
-                candidates = sorted({c for v in open_values for c in consumers.get(v, ())})
+            candidates = sorted({c for v in open_values for c in consumers.get(v, ())})
             candidates = [c for c in candidates if c not in member_set and c not in tail_set]
             progress = False
             for c in candidates:
@@ -342,5 +335,5 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
             group.residual = group.residual or residual
             group.outputs = exposed(members, member_set)
         groups.append(group)
-    groups.sort(key=lambda g: g.position)
+    groups.sort(key=lambda g: max(g.nodes))  # a group sits where its last node is stored
     return groups

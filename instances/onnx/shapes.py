@@ -20,6 +20,7 @@ and inference runs on a *slim* copy whose large initializers are graph inputs
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -190,11 +191,6 @@ def _static_types(model: onnx.ModelProto) -> dict[str, tuple[int, tuple[int, ...
     return types
 
 
-def _onnx_inference(model: onnx.ModelProto) -> onnx.ModelProto:
-    return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
-                                             data_prop=True)
-
-
 def _symbolic_inference(model: onnx.ModelProto) -> onnx.ModelProto:
     """onnxruntime's symbolic inference, keeping what it found when it stops incomplete.
 
@@ -237,7 +233,9 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
         types[info.name] = (info.elem_type, info.dims)
     notes: list[str] = []
     wanted = [o for n in model.graph.node for o in n.output if o]
-    for name, infer in (("onnx.shape_inference", _onnx_inference),
+    onnx_inference = functools.partial(onnx.shape_inference.infer_shapes, check_type=False,
+                                       strict_mode=False, data_prop=True)
+    for name, infer in (("onnx.shape_inference", onnx_inference),
                         ("onnxruntime symbolic_shape_infer", _symbolic_inference)):
         if all(o in types for o in wanted):
             break
