@@ -198,15 +198,13 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         elif op in COMPILE_TIME_SOURCES:
             compile_time.update(o for o in outs if o)
             roles.append("compile")
-        elif op in ALIASES and data and (op != "Dropout" or len(outs) < 2 or not outs[1]):
-            base[outs[0]] = data[0]
-            roles.append("alias")
-        elif op in ("Cast", "CastLike") and data and elem_type(data[0]) is not None \
-                and elem_type(data[0]) == elem_type(outs[0]):
-            base[outs[0]] = data[0]  # a cast to the type it already has (tf2onnx writes them)
-            roles.append("alias")
-        elif op in ("Transpose", "DequantizeLinear") and data and data[0] in weights:
-            # a weight's layout is chosen at compile time; a quantized weight is read as stored
+        elif data and ((op in ALIASES and (op != "Dropout" or len(outs) < 2 or not outs[1]))
+                       # a cast to the type it already has (tf2onnx writes them)
+                       or (op in ("Cast", "CastLike") and elem_type(data[0]) is not None
+                           and elem_type(data[0]) == elem_type(outs[0]))
+                       # a weight's layout is chosen at compile time; a quantized weight is
+                       # read as stored
+                       or (op in ("Transpose", "DequantizeLinear") and data[0] in weights)):
             base[outs[0]] = data[0]
             roles.append("alias")
         elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):

@@ -250,8 +250,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
     roles = {"nodes": total_nodes, "live_nodes": len(lowered.nodes),
              "ops": len(lowered.groups),
              "fused_nodes": sum(len(g.nodes) for g in lowered.groups),
-             "shape_inference": shaped.notes,
-             "seconds": round(time.perf_counter() - began, 3)}
+             "shape_inference": shaped.notes}
     instance = {"format": FORMAT, "name": f"{workload_name}@{hw.get('name', 'hardware')}",
                 "source": "memplace import (ONNX)", "import": roles,
                 "notes": ("ops fused at a compiler's granularity; flops count 2 per "

@@ -186,8 +186,6 @@ def _static_types(model: onnx.ModelProto) -> dict[str, tuple[int, tuple[int, ...
         dims = t.tensor_type.shape.dim
         if t.tensor_type.elem_type and all(d.WhichOneof("value") == "dim_value" for d in dims):
             types[value.name] = (t.tensor_type.elem_type, tuple(d.dim_value for d in dims))
-    for init in graph.initializer:
-        types[init.name] = (init.data_type, tuple(int(d) for d in init.dims))
     return types
 
 
