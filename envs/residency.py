@@ -58,9 +58,8 @@ ILLEGAL = ("stay", "raise")
 def residency_baseline(instance: Instance) -> tuple[str, float]:
     """("msa", its simulated latency): the residency default the return is measured
     against (computed once per instance)."""
-    def build(inst: Instance) -> tuple[str, float]:
-        return "msa", float(msa_solution(inst)[0].latency)
-    return instance.derived("residency_baseline", build)
+    return instance.derived("residency_baseline",
+                            lambda inst: ("msa", float(msa_solution(inst)[0].latency)))
 
 
 def game_of(instance: Instance, n_levels: int, homes: str = "compiler") -> ResidencyGame:
@@ -134,16 +133,13 @@ class ResidencyEnv(gym.Env):
         self.game = game_of(inst, self.limits.levels, self.homes).copy()
         self.game.reset()
         self.baseline, self.baseline_latency = residency_baseline(inst)
-        self.phi = self.baseline_latency / self._latency() if self.reward_mode == "dense" else 0.0
-        self.phi0, self.paid = self.phi, 0.0
+        self.phi = self.baseline_latency / self.game.latency() if self.reward_mode == "dense" else 0.0
+        self.paid = 0.0
         # A game with no buffer to decide still takes one step (stay home) to end.
         self.passing = self.game.is_terminal()
         info = self._info()
         info.update(baseline=self.baseline, baseline_latency=self.baseline_latency)
         return self._observation(), info
-
-    def _latency(self) -> float:
-        return self.game.latency()
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the legal actions now (MaskablePPO's convention)."""
@@ -173,7 +169,7 @@ class ResidencyEnv(gym.Env):
             info.update(latency=solution.latency, speedup=speedup, solution=solution,
                         baseline=self.baseline, baseline_latency=self.baseline_latency)
         elif self.reward_mode == "dense":
-            lat = self._latency()
+            lat = self.game.latency()
             phi = self.baseline_latency / lat
             reward = phi - self.phi
             self.phi = phi
