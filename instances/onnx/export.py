@@ -54,7 +54,9 @@ class _Writer:
         self.shapes: dict[str, tuple[int, ...]] = {}  # ONNX value -> shape
         self.value_of: dict[int, str] = {}            # generator tensor -> ONNX value
         self.reads: dict[int, list[tuple[int, int]]] = {}
+        self.outs: dict[int, list[int]] = {}  # op -> the generator tensors it writes
         for t, tensor in enumerate(self.tensors):
+            self.outs.setdefault(tensor["producer"], []).append(t)
             for k, nbytes in tensor["accesses"]:
                 if tensor["producer"] != k:
                     self.reads.setdefault(k, []).append((t, nbytes))
@@ -92,10 +94,7 @@ class _Writer:
         tensor = self.tensors[t]
         if tensor["producer"] is not None or tensor["kind"] != "activation":
             raise OnnxImportError(f"tensor {tensor['name']!r} is read before it is written")
-        return self._graph_input(t)
-
-    def _graph_input(self, t: int) -> str:
-        name = self.tensors[t]["name"]
+        name = tensor["name"]  # a graph input
         if name == "image":
             per_image = self.elements(t) // self.batch
             for c in (3, 1):
@@ -118,21 +117,17 @@ class _Writer:
         ops = self.w["ops"]
         for k, op in enumerate(ops):
             if op["name"].endswith(".scores"):
-                out = self._out_elements(k)
+                out = self.elements(self.outs[k][0])
                 d = int(round(op["flops"] / (2 * out)))
                 ctx = next(j for j in range(k + 1, len(ops)) if ops[j]["name"].endswith(".context"))
-                s = d * out // self._out_elements(ctx)
+                s = d * out // self.elements(self.outs[ctx][0])
                 return s, out // (self.batch * s * s), d
         return None
-
-    def _out_elements(self, k: int) -> int:
-        outs = [t for t, tensor in enumerate(self.tensors) if tensor["producer"] == k]
-        return self.elements(outs[0])
 
     # ------------------------------------------------------------ ops
     def write(self) -> onnx.ModelProto:
         for k, op in enumerate(self.w["ops"]):
-            outs = [t for t, tensor in enumerate(self.tensors) if tensor["producer"] == k]
+            outs = self.outs.get(k, [])
             reads = self.reads.get(k, [])
             acts = [(t, b) for t, b in reads if self.tensors[t]["kind"] == "activation"]
             weights = [(t, b) for t, b in reads if self.tensors[t]["kind"] == "weight"]
@@ -274,12 +269,10 @@ class _Writer:
         inputs = sorted((self.activation(t) for t, _ in acts),
                         key=lambda v: (-math.prod(self.shapes[v]), -len(self.shapes[v])))
         shape = self.shapes[inputs[0]]
+        cols = shape[-1]
         for t, _ in weights:  # a bias, or a position embedding table
-            tensor = self.tensors[t]
-            cols = shape[-1]
             rows = self.elements(t) // cols
-            wshape = (cols,) if rows == 1 else (rows, cols)
-            inputs.append(self.weight(tensor["name"], wshape))
+            inputs.append(self.weight(self.tensors[t]["name"], (cols,) if rows == 1 else (rows, cols)))
         if len(inputs) == 2 and len(self.shapes[inputs[1]]) == 2 and len(shape) == 4:
             b = self.shapes[inputs[1]][0]  # the attention mask [B, S] onto scores [B, H, S, S]
             inputs[1] = self.node("Reshape", [inputs[1], self.constant(
@@ -289,7 +282,6 @@ class _Writer:
 
     def _gather(self, op, acts, weights, outs):
         table_t = weights[0][0]
-        out = self.elements(outs[0])
         if acts:
             ids = self.activation(acts[0][0])
             rows_shape = self.shapes[ids]
@@ -297,8 +289,7 @@ class _Writer:
             s = self.heads[0]
             rows_shape = (s,)
             ids = self.constant(f"{op['name']}.positions", list(range(s)))
-        rows = math.prod(rows_shape)
-        d = out // rows
+        d = self.elements(outs[0]) // math.prod(rows_shape)
         table = self.weight(self.tensors[table_t]["name"], (self.elements(table_t) // d, d))
         self._result(op, outs, "Gather", [table, ids], rows_shape + (d,))
 
@@ -376,8 +367,7 @@ class _Writer:
     def _slice(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
         b, s, d = self.shapes[x]
-        first = op["name"] != "last_token"
-        starts, ends = ([0], [1]) if first else ([s - 1], [s])
+        starts, ends = ([0], [1]) if op["name"] != "last_token" else ([s - 1], [s])
         self._result(op, outs, "Slice", [x, self.constant(f"{op['name']}.starts", starts),
                                          self.constant(f"{op['name']}.ends", ends),
                                          self.constant(f"{op['name']}.axes", [1])], (b, 1, d))
@@ -450,10 +440,8 @@ def save_onnx(workload: dict[str, Any], path: str | Path) -> Path:
     for tensor in model.graph.initializer:
         length = int(np.prod(tensor.dims, dtype=np.int64)) * 4
         tensor.data_location = TensorProto.EXTERNAL
-        del tensor.external_data[:]
         for key, value in (("location", data.name), ("offset", str(offset)), ("length", str(length))):
-            entry = tensor.external_data.add()
-            entry.key, entry.value = key, value
+            tensor.external_data.add(key=key, value=value)
         offset += length
     with open(data, "wb") as handle:
         handle.truncate(offset)  # zeros, without writing a block

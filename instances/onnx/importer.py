@@ -238,9 +238,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
             f"{len(labels)} node(s) of type {op_type} (first: {labels[0]}): FLOPs unknown, "
             "counted as 1 per output element"), stacklevel=2)
     workload_name = name or stem
-    params: dict[str, Any] = {}
-    if batch is not None:
-        params["batch"] = batch
+    params: dict[str, Any] = {} if batch is None else {"batch": batch}
     params.update(dims or {})
     if dtype_bytes is not None:
         params["dtype_bytes"] = dtype_bytes
