@@ -253,17 +253,15 @@ class _Writer:
             n, c = self.shapes[x][:2]
             s4 = self.node("Reshape", [s, self.constant(f"{op['name']}.shape", [n, c, 1, 1])],
                            f"{op['name']}.s4", f"{op['name']}.reshape", (n, c, 1, 1))
-            y = self.node("Mul", [x, s4], name, op["name"], self.shapes[x])
+            self._result(op, outs, "Mul", [x, s4], self.shapes[x])
         elif self.shapes[x] and len(self.shapes[x]) == 2 and self.tensors[acts[0][0]]["producer"] is None:
             # the extended attention mask: (1 - mask) * -10000 on int32 ids, as floats
             f = self.node("Cast", [x], f"{op['name']}.float", op["name"], self.shapes[x],
                           to=TensorProto.FLOAT)
-            y = self.node("Mul", [f, self.constant(f"{op['name']}.factor", -10000.0)], name,
-                          f"{op['name']}.scale", self.shapes[x])
+            self._emit(outs, self.node("Mul", [f, self.constant(f"{op['name']}.factor", -10000.0)], name,
+                                       f"{op['name']}.scale", self.shapes[x]))
         else:  # attention scale by a constant
-            y = self.node("Mul", [x, self.constant(f"{op['name']}.factor", 0.125)], name,
-                          op["name"], self.shapes[x])
-        self._emit(outs, y)
+            self._result(op, outs, "Mul", [x, self.constant(f"{op['name']}.factor", 0.125)], self.shapes[x])
 
     def _add(self, op, acts, weights, outs):
         inputs = sorted((self.activation(t) for t, _ in acts),

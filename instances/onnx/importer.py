@@ -115,10 +115,9 @@ class _Emitter:
                     self.unknown_ops.setdefault(node.op_type, []).append(node_label(node, m))
                     f = conservative_flops(outs)
                 flops += f
-                for position, value in lowered.data_inputs(m):
-                    if value in inside:
-                        continue
-                    self._read(k, node, position, value, produced)
+                for position, value in lowered.data_inputs[m]:
+                    if value not in inside:
+                        self._read(k, node, position, value, produced)
             name = anchor.name or anchor.output[0]
             unique, suffix = name, 1
             while unique in names:

@@ -96,8 +96,7 @@ def slim_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, Initi
     for init in graph.initializer:
         info = Initializer(init.name, init.data_type, tuple(int(d) for d in init.dims))
         initializers[init.name] = info
-        external = init.data_location == TensorProto.EXTERNAL
-        if info.elements <= SMALL_INITIALIZER and not external:
+        if info.elements <= SMALL_INITIALIZER and init.data_location != TensorProto.EXTERNAL:
             kept.append(init)
         elif init.name not in declared:
             as_inputs.append(helper.make_tensor_value_info(init.name, init.data_type, info.dims))
