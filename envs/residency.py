@@ -47,7 +47,7 @@ from gymnasium import spaces
 
 from memplace.envs.instance_set import InstanceSet, Limits
 from memplace.envs.observation import FLOAT_MAX, graph_observation, graph_space
-from memplace.model import Instance
+from memplace.model import Instance, rectify
 from memplace.solvers.residency.game import STAY, IllegalMove, ResidencyGame, n_actions
 from memplace.solvers.residency.msa import msa_solution
 
@@ -69,7 +69,6 @@ def game_of(instance: Instance, n_levels: int, homes: str = "compiler") -> Resid
         if homes == "slowest":
             offsets = None
             if inst.has_addressed_levels:
-                from memplace.model import rectify
                 offsets = rectify(inst, inst.slowest_placement()).offsets
             return ResidencyGame(inst, inst.slowest_placement(), offsets, n_levels=n_levels)
         return ResidencyGame(inst, n_levels=n_levels)
