@@ -173,8 +173,7 @@ def leaderboard(envs: Sequence[str] = ("placement", "residency"),
 # ---------------------------------------------------------------------- tables
 def to_csv(rows: Sequence[Episode]) -> str:
     out = io.StringIO()
-    fields = list(Episode.__dataclass_fields__)
-    writer = csv.DictWriter(out, fields, lineterminator="\n")
+    writer = csv.DictWriter(out, list(Episode.__dataclass_fields__), lineterminator="\n")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in asdict(row).items()})

@@ -67,9 +67,7 @@ def game_of(instance: Instance, n_levels: int, homes: str = "compiler") -> Resid
     (built once and kept with the instance; play a `.copy()`)."""
     def build(inst: Instance) -> ResidencyGame:
         if homes == "slowest":
-            offsets = None
-            if inst.has_addressed_levels:
-                offsets = rectify(inst, inst.slowest_placement()).offsets
+            offsets = rectify(inst, inst.slowest_placement()).offsets if inst.has_addressed_levels else None
             return ResidencyGame(inst, inst.slowest_placement(), offsets, n_levels=n_levels)
         return ResidencyGame(inst, n_levels=n_levels)
     return instance.derived(f"gym-game-{homes}-{n_levels}", build)
@@ -127,8 +125,7 @@ class ResidencyEnv(gym.Env):
         """Start a game on `options["instance"]` (a name or a file), else on an instance
         drawn from the set with the environment's seeded generator."""
         super().reset(seed=seed)
-        inst = self.instance_set.pick(self.np_random, (options or {}).get("instance"))
-        self.instance = inst
+        self.instance = inst = self.instance_set.pick(self.np_random, (options or {}).get("instance"))
         self.game = game_of(inst, self.limits.levels, self.homes).copy()
         self.game.reset()
         self.baseline, self.baseline_latency = residency_baseline(inst)
