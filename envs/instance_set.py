@@ -7,9 +7,10 @@ largest instance of its set (`Limits`); an instance given later through
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from memplace.instances import builtin_names, builtin_path, load
 from memplace.model import Instance
@@ -56,11 +57,7 @@ class Limits:
 
 def n_edges(instance: Instance) -> int:
     """Edges of the data-flow DAG: one per activation read (producer -> consumer)."""
-    count = 0
-    for tensor in instance.tensors:
-        if tensor["producer"] is not None:
-            count += len(tensor["accesses"]) - 1
-    return count
+    return sum(len(t["accesses"]) - 1 for t in instance.tensors if t["producer"] is not None)
 
 
 _CACHE: dict[str, Instance] = {}
@@ -82,16 +79,7 @@ class InstanceSet:
         if not names:
             raise InstanceError("an environment needs at least one instance")
         self.instances: list[Instance] = [load_instance(n) for n in names]
-        self.limits = Limits.of(self.instances[0])
-        for inst in self.instances[1:]:
-            self.limits = self.limits.union(Limits.of(inst))
-
-    def __len__(self) -> int:
-        return len(self.instances)
-
-    @property
-    def names(self) -> Sequence[str]:
-        return [inst.name for inst in self.instances]
+        self.limits = functools.reduce(Limits.union, map(Limits.of, self.instances))
 
     def pick(self, rng, requested: str | Path | None) -> Instance:
         """`requested` (a name of the set, a built-in name or a file), else one drawn

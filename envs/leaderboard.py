@@ -173,8 +173,7 @@ def leaderboard(envs: Sequence[str] = ("placement", "residency"),
 # ---------------------------------------------------------------------- tables
 def to_csv(rows: Sequence[Episode]) -> str:
     out = io.StringIO()
-    fields = list(Episode.__dataclass_fields__)
-    writer = csv.DictWriter(out, fields, lineterminator="\n")
+    writer = csv.DictWriter(out, list(Episode.__dataclass_fields__), lineterminator="\n")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in asdict(row).items()})
@@ -193,10 +192,9 @@ def to_markdown(rows: Sequence[Episode]) -> str:
         parts.append(f"## {env}\n\nEpisode return = speedup over `{base}` (higher is better; "
                      f"`{base}` itself scores 1.0); latency in microseconds.\n")
         parts.append("| agent | geomean return | instances |\n|---|---:|---:|")
-        for agent in sorted(agents, key=lambda a: -_geomean([r.episode_return for r in mine
-                                                             if r.agent == a])):
-            returns = [r.episode_return for r in mine if r.agent == agent]
-            parts.append(f"| {agent} | {_geomean(returns):.4f} | {len(returns)} |")
+        returns = {a: [r.episode_return for r in mine if r.agent == a] for a in agents}
+        for agent in sorted(agents, key=lambda a: -_geomean(returns[a])):
+            parts.append(f"| {agent} | {_geomean(returns[agent]):.4f} | {len(returns[agent])} |")
         parts.append("\n| instance | " + " | ".join(agents) + " |")
         parts.append("|---|" + "---:|" * len(agents))
         cell = {(r.instance, r.agent): r for r in mine}

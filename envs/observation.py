@@ -94,13 +94,10 @@ def _build(i: Instance, m: Limits) -> dict[str, Any]:
     ops = np.stack([i.flops, i.compute, op_bytes], axis=1)
     tensors = np.stack([i.size, i.traffic, i.start, i.end, i.is_weight, producer,
                         np.diff(i.tensor_ptr)], axis=1).astype(np.float64)
-    edges, edge_tensor = [], []
-    for t, tensor in enumerate(i.tensors):
-        if tensor["producer"] is not None:
-            for k, _ in tensor["accesses"]:
-                if k != tensor["producer"]:
-                    edges.append((tensor["producer"], k))
-                    edge_tensor.append(t)
+    reads = [(t, tensor["producer"], k) for t, tensor in enumerate(i.tensors)
+             if tensor["producer"] is not None for k, _ in tensor["accesses"] if k != tensor["producer"]]
+    edges = [(producer_op, k) for _, producer_op, k in reads]
+    edge_tensor = [t for t, _, _ in reads]
     unbounded = np.array([lv.capacity is None for lv in i.levels], np.float64)
     capacity = np.where(unbounded == 1, i.peak_live_bytes(), i.capacity.astype(np.float64))
     levels = np.stack([capacity, i.bandwidth, i.copy_bandwidth, i.addressed, i.alignment,

@@ -39,9 +39,8 @@ PACKER = budgeted_packer(exact_budget_s=0.0)
 
 def compiler_latency(instance: Instance) -> float:
     """Latency of the static `compiler` solution (computed once per instance)."""
-    def build(inst: Instance) -> float:
-        return solve(inst, "compiler", time_limit=None).latency
-    return instance.derived("compiler_latency", build)
+    return instance.derived("compiler_latency",
+                            lambda inst: solve(inst, "compiler", time_limit=None).latency)
 
 
 def placement_of(instance: Instance, action: np.ndarray) -> np.ndarray:
@@ -86,11 +85,8 @@ class PlacementEnv(gym.Env):
         super().reset(seed=seed)
         requested = (options or {}).get("instance")
         self.instance = self.instance_set.pick(self.np_random, requested)
-        return self._observation(), {"instance": self.instance.name,
-                                     "compiler_latency": compiler_latency(self.instance)}
-
-    def _observation(self) -> dict[str, np.ndarray]:
-        return graph_observation(self.instance, self.limits)
+        info = {"instance": self.instance.name, "compiler_latency": compiler_latency(self.instance)}
+        return graph_observation(self.instance, self.limits), info
 
     def step(self, action) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self.instance is None:
@@ -105,4 +101,4 @@ class PlacementEnv(gym.Env):
         info = {"instance": inst.name, "latency": lat, "compiler_latency": base,
                 "speedup": speedup, "rectified": moved > 0, "moved": moved,
                 "solution": Placed(fixed.placement, fixed.offsets)}
-        return self._observation(), float(speedup), True, False, info
+        return graph_observation(inst, self.limits), float(speedup), True, False, info

@@ -47,7 +47,7 @@ from gymnasium import spaces
 
 from memplace.envs.instance_set import InstanceSet, Limits
 from memplace.envs.observation import FLOAT_MAX, graph_observation, graph_space
-from memplace.model import Instance
+from memplace.model import Instance, rectify
 from memplace.solvers.residency.game import STAY, IllegalMove, ResidencyGame, n_actions
 from memplace.solvers.residency.msa import msa_solution
 
@@ -58,9 +58,8 @@ ILLEGAL = ("stay", "raise")
 def residency_baseline(instance: Instance) -> tuple[str, float]:
     """("msa", its simulated latency): the residency default the return is measured
     against (computed once per instance)."""
-    def build(inst: Instance) -> tuple[str, float]:
-        return "msa", float(msa_solution(inst)[0].latency)
-    return instance.derived("residency_baseline", build)
+    return instance.derived("residency_baseline",
+                            lambda inst: ("msa", float(msa_solution(inst)[0].latency)))
 
 
 def game_of(instance: Instance, n_levels: int, homes: str = "compiler") -> ResidencyGame:
@@ -68,10 +67,7 @@ def game_of(instance: Instance, n_levels: int, homes: str = "compiler") -> Resid
     (built once and kept with the instance; play a `.copy()`)."""
     def build(inst: Instance) -> ResidencyGame:
         if homes == "slowest":
-            offsets = None
-            if inst.has_addressed_levels:
-                from memplace.model import rectify
-                offsets = rectify(inst, inst.slowest_placement()).offsets
+            offsets = rectify(inst, inst.slowest_placement()).offsets if inst.has_addressed_levels else None
             return ResidencyGame(inst, inst.slowest_placement(), offsets, n_levels=n_levels)
         return ResidencyGame(inst, n_levels=n_levels)
     return instance.derived(f"gym-game-{homes}-{n_levels}", build)
@@ -129,21 +125,17 @@ class ResidencyEnv(gym.Env):
         """Start a game on `options["instance"]` (a name or a file), else on an instance
         drawn from the set with the environment's seeded generator."""
         super().reset(seed=seed)
-        inst = self.instance_set.pick(self.np_random, (options or {}).get("instance"))
-        self.instance = inst
+        self.instance = inst = self.instance_set.pick(self.np_random, (options or {}).get("instance"))
         self.game = game_of(inst, self.limits.levels, self.homes).copy()
         self.game.reset()
         self.baseline, self.baseline_latency = residency_baseline(inst)
-        self.phi = self.baseline_latency / self._latency() if self.reward_mode == "dense" else 0.0
-        self.phi0, self.paid = self.phi, 0.0
+        self.phi = self.baseline_latency / self.game.latency() if self.reward_mode == "dense" else 0.0
+        self.paid = 0.0
         # A game with no buffer to decide still takes one step (stay home) to end.
         self.passing = self.game.is_terminal()
         info = self._info()
         info.update(baseline=self.baseline, baseline_latency=self.baseline_latency)
         return self._observation(), info
-
-    def _latency(self) -> float:
-        return self.game.latency()
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the legal actions now (MaskablePPO's convention)."""
@@ -173,7 +165,7 @@ class ResidencyEnv(gym.Env):
             info.update(latency=solution.latency, speedup=speedup, solution=solution,
                         baseline=self.baseline, baseline_latency=self.baseline_latency)
         elif self.reward_mode == "dense":
-            lat = self._latency()
+            lat = self.game.latency()
             phi = self.baseline_latency / lat
             reward = phi - self.phi
             self.phi = phi

@@ -21,6 +21,7 @@ sparse file (no disk blocks), so even BERT's tables cost nothing to write.
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,6 @@ from memplace.instances.onnx.errors import OnnxImportError
 
 OPSET = 20  # Gelu
 ACTIVATIONS = {0.0: [], 1.0: ["Relu"], 4.0: ["Sigmoid"], 5.0: ["Sigmoid", "Mul"]}
-ELEMENTWISE_UNARY = {"gelu": "Gelu", "tanh": "Tanh", "sigmoid": "Sigmoid", "relu": "Relu",
-                     "softmax": "Softmax"}
 
 
 def _square(n: float) -> int | None:
@@ -55,7 +54,9 @@ class _Writer:
         self.shapes: dict[str, tuple[int, ...]] = {}  # ONNX value -> shape
         self.value_of: dict[int, str] = {}            # generator tensor -> ONNX value
         self.reads: dict[int, list[tuple[int, int]]] = {}
+        self.outs: dict[int, list[int]] = {}  # op -> the generator tensors it writes
         for t, tensor in enumerate(self.tensors):
+            self.outs.setdefault(tensor["producer"], []).append(t)
             for k, nbytes in tensor["accesses"]:
                 if tensor["producer"] != k:
                     self.reads.setdefault(k, []).append((t, nbytes))
@@ -93,10 +94,7 @@ class _Writer:
         tensor = self.tensors[t]
         if tensor["producer"] is not None or tensor["kind"] != "activation":
             raise OnnxImportError(f"tensor {tensor['name']!r} is read before it is written")
-        return self._graph_input(t)
-
-    def _graph_input(self, t: int) -> str:
-        name = self.tensors[t]["name"]
+        name = tensor["name"]  # a graph input
         if name == "image":
             per_image = self.elements(t) // self.batch
             for c in (3, 1):
@@ -119,22 +117,17 @@ class _Writer:
         ops = self.w["ops"]
         for k, op in enumerate(ops):
             if op["name"].endswith(".scores"):
-                out = self._out_elements(k)
+                out = self.elements(self.outs[k][0])
                 d = int(round(op["flops"] / (2 * out)))
                 ctx = next(j for j in range(k + 1, len(ops)) if ops[j]["name"].endswith(".context"))
-                s = d * out // self._out_elements(ctx)
+                s = d * out // self.elements(self.outs[ctx][0])
                 return s, out // (self.batch * s * s), d
         return None
 
-    def _out_elements(self, k: int) -> int:
-        outs = [t for t, tensor in enumerate(self.tensors) if tensor["producer"] == k]
-        return self.elements(outs[0])
-
     # ------------------------------------------------------------ ops
     def write(self) -> onnx.ModelProto:
-        outputs_read = set()
         for k, op in enumerate(self.w["ops"]):
-            outs = [t for t, tensor in enumerate(self.tensors) if tensor["producer"] == k]
+            outs = self.outs.get(k, [])
             reads = self.reads.get(k, [])
             acts = [(t, b) for t, b in reads if self.tensors[t]["kind"] == "activation"]
             weights = [(t, b) for t, b in reads if self.tensors[t]["kind"] == "weight"]
@@ -151,8 +144,7 @@ class _Writer:
                     f"op {op['name']!r} ({op['type']}) of {self.w['name']!r}: its shapes cannot be "
                     "recovered (the catalog's CNNs and transformers can be written, synthetic "
                     "DAGs cannot)") from None
-            for t, _ in reads:
-                outputs_read.add(t)
+        outputs_read = {t for reads in self.reads.values() for t, _ in reads}
         produced = [t for t, tensor in enumerate(self.tensors) if tensor["producer"] is not None]
         finals = [t for t in produced if t not in outputs_read]
         graph_outputs = [helper.make_tensor_value_info(self.value_of[t], TensorProto.FLOAT,
@@ -164,6 +156,13 @@ class _Writer:
 
     def _emit(self, outs: list[int], value: str) -> None:
         self.value_of[outs[0]] = value
+
+    def _result(self, op, outs: list[int], onnx_op: str, inputs: list[str], shape: tuple[int, ...],
+                **attrs: Any) -> None:
+        """The node `op` is written as when one node does it: named after the op, its output
+        after the generator's output tensor."""
+        self._emit(outs, self.node(onnx_op, inputs, self.tensors[outs[0]]["name"], op["name"], shape,
+                                   **attrs))
 
     # CNN -----------------------------------------------------------------
     def _window(self, h_in: int, k: int, h_out: int) -> tuple[int, int]:
@@ -207,23 +206,20 @@ class _Writer:
                           f"{op['name']}.residual", shape)
         self._emit(outs, y)
 
-    def _depthwise_conv(self, op, acts, weights, outs):
-        self._conv(op, acts, weights, outs, depthwise=True)
+    _depthwise_conv = functools.partialmethod(_conv, depthwise=True)
 
     def _pool(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
         n, c, h, w = self.shapes[x]
         out = self.elements(outs[0])
-        name = self.tensors[outs[0]]["name"]
         if out == n * c and op["flops"] == n * c * h * w:
-            y = self.node("GlobalAveragePool", [x], name, op["name"], (n, c, 1, 1))
+            self._result(op, outs, "GlobalAveragePool", [x], (n, c, 1, 1))
         else:
             k = _square(op["flops"] / out)
             side = _square(out / (n * c))
             pad, stride = self._window(h, k, side)
-            y = self.node("MaxPool", [x], name, op["name"], (n, c, side, side), kernel_shape=[k, k],
-                          strides=[stride, stride], pads=[pad] * 4)
-        self._emit(outs, y)
+            self._result(op, outs, "MaxPool", [x], (n, c, side, side), kernel_shape=[k, k],
+                         strides=[stride, stride], pads=[pad] * 4)
 
     def _fc(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
@@ -249,10 +245,6 @@ class _Writer:
         self._emit(outs, y)
 
     # elementwise and transformer ops ---------------------------------------
-    def _tokens(self, t_elements: int) -> tuple[int, ...]:
-        s, h, d = self.heads
-        return (self.batch, s, t_elements // (self.batch * s))
-
     def _mul(self, op, acts, weights, outs):
         name = self.tensors[outs[0]]["name"]
         x = self.activation(acts[0][0])
@@ -261,61 +253,50 @@ class _Writer:
             n, c = self.shapes[x][:2]
             s4 = self.node("Reshape", [s, self.constant(f"{op['name']}.shape", [n, c, 1, 1])],
                            f"{op['name']}.s4", f"{op['name']}.reshape", (n, c, 1, 1))
-            y = self.node("Mul", [x, s4], name, op["name"], self.shapes[x])
+            self._result(op, outs, "Mul", [x, s4], self.shapes[x])
         elif self.shapes[x] and len(self.shapes[x]) == 2 and self.tensors[acts[0][0]]["producer"] is None:
             # the extended attention mask: (1 - mask) * -10000 on int32 ids, as floats
             f = self.node("Cast", [x], f"{op['name']}.float", op["name"], self.shapes[x],
                           to=TensorProto.FLOAT)
-            y = self.node("Mul", [f, self.constant(f"{op['name']}.factor", -10000.0)], name,
-                          f"{op['name']}.scale", self.shapes[x])
+            self._emit(outs, self.node("Mul", [f, self.constant(f"{op['name']}.factor", -10000.0)], name,
+                                       f"{op['name']}.scale", self.shapes[x]))
         else:  # attention scale by a constant
-            y = self.node("Mul", [x, self.constant(f"{op['name']}.factor", 0.125)], name,
-                          op["name"], self.shapes[x])
-        self._emit(outs, y)
+            self._result(op, outs, "Mul", [x, self.constant(f"{op['name']}.factor", 0.125)], self.shapes[x])
 
     def _add(self, op, acts, weights, outs):
-        name = self.tensors[outs[0]]["name"]
         inputs = sorted((self.activation(t) for t, _ in acts),
                         key=lambda v: (-math.prod(self.shapes[v]), -len(self.shapes[v])))
         shape = self.shapes[inputs[0]]
+        cols = shape[-1]
         for t, _ in weights:  # a bias, or a position embedding table
-            tensor = self.tensors[t]
-            cols = shape[-1]
             rows = self.elements(t) // cols
-            wshape = (cols,) if rows == 1 else (rows, cols)
-            inputs.append(self.weight(tensor["name"], wshape))
+            inputs.append(self.weight(self.tensors[t]["name"], (cols,) if rows == 1 else (rows, cols)))
         if len(inputs) == 2 and len(self.shapes[inputs[1]]) == 2 and len(shape) == 4:
             b = self.shapes[inputs[1]][0]  # the attention mask [B, S] onto scores [B, H, S, S]
             inputs[1] = self.node("Reshape", [inputs[1], self.constant(
                 f"{op['name']}.shape", [b, 1, 1, -1])], f"{op['name']}.mask4",
                 f"{op['name']}.reshape", (b, 1, 1, self.shapes[inputs[1]][1]))
-        self._emit(outs, self.node("Add", inputs, name, op["name"], shape))
+        self._result(op, outs, "Add", inputs, shape)
 
     def _gather(self, op, acts, weights, outs):
-        table_t, nbytes = weights[0]
-        out = self.elements(outs[0])
+        table_t = weights[0][0]
         if acts:
             ids = self.activation(acts[0][0])
             rows_shape = self.shapes[ids]
         else:  # positions 0..S-1
             s = self.heads[0]
             rows_shape = (s,)
-            ids = f"{op['name']}.positions"
-            self.nodes.append(helper.make_node("Constant", [], [ids], name=ids, value=helper.make_tensor(
-                ids, TensorProto.INT64, [s], list(range(s)))))
-        rows = math.prod(rows_shape)
-        d = out // rows
+            ids = self.constant(f"{op['name']}.positions", list(range(s)))
+        d = self.elements(outs[0]) // math.prod(rows_shape)
         table = self.weight(self.tensors[table_t]["name"], (self.elements(table_t) // d, d))
-        self._emit(outs, self.node("Gather", [table, ids], self.tensors[outs[0]]["name"], op["name"],
-                                   rows_shape + (d,)))
+        self._result(op, outs, "Gather", [table, ids], rows_shape + (d,))
 
     def _layernorm(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
         d = self.shapes[x][-1]
-        y = self.node("LayerNormalization", [x, self.weight(f"{op['name']}.weight", (d,)),
-                                             self.weight(f"{op['name']}.bias", (d,))],
-                      self.tensors[outs[0]]["name"], op["name"], self.shapes[x], axis=-1)
-        self._emit(outs, y)
+        self._result(op, outs, "LayerNormalization", [x, self.weight(f"{op['name']}.weight", (d,)),
+                                                       self.weight(f"{op['name']}.bias", (d,))],
+                     self.shapes[x], axis=-1)
 
     def _matmul(self, op, acts, weights, outs):
         name = self.tensors[outs[0]]["name"]
@@ -325,7 +306,7 @@ class _Writer:
                 self.tensors[read[0]]["name"]))
             a, b = self.activation(first[0]), self.activation(second[0])
             shape = self.shapes[a][:-1] + self.shapes[b][-1:]
-            self._emit(outs, self.node("MatMul", [a, b], name, op["name"], shape))
+            self._result(op, outs, "MatMul", [a, b], shape)
             return
         a = self.activation(acts[0][0])
         k = self.shapes[a][-1]
@@ -336,10 +317,10 @@ class _Writer:
             table = self.weight(self.tensors[wt]["name"], (n, k))
             tt = self.node("Transpose", [table], f"{op['name']}.table_t", f"{op['name']}.table_t",
                            (k, n), perm=[1, 0])
-            self._emit(outs, self.node("MatMul", [a, tt], name, op["name"], shape))
+            self._result(op, outs, "MatMul", [a, tt], shape)
         elif self.elements(wt) == k * n:
             w = self.weight(f"{op['name']}.weight", (k, n))
-            self._emit(outs, self.node("MatMul", [a, w], name, op["name"], shape))
+            self._result(op, outs, "MatMul", [a, w], shape)
         else:  # bias folded into the GEMM: Gemm on rows
             rows = math.prod(self.shapes[a]) // k
             a2 = self.node("Reshape", [a, self.constant(f"{op['name']}.rows", [rows, k])],
@@ -359,49 +340,35 @@ class _Writer:
             n, c, hh, ww = shape
             flat = self.node("Reshape", [x, self.constant(f"{op['name']}.shape", [n, c, hh * ww])],
                              f"{op['name']}.flat", f"{op['name']}.reshape", (n, c, hh * ww))
-            self._emit(outs, self.node("Transpose", [flat], self.tensors[outs[0]]["name"],
-                                       op["name"], (n, hh * ww, c), perm=[0, 2, 1]))
+            self._result(op, outs, "Transpose", [flat], (n, hh * ww, c), perm=[0, 2, 1])
             return
         s, h, d = self.heads
         target = shape[:2] + (h, d) if len(shape) == 3 else shape[:2] + (h * d,)
-        y = self.node("Reshape", [x, self.constant(f"{op['name']}.shape", list(target))],
-                      self.tensors[outs[0]]["name"], op["name"], target)
-        self._emit(outs, y)
+        self._result(op, outs, "Reshape", [x, self.constant(f"{op['name']}.shape", list(target))],
+                     target)
 
     def _transpose(self, op, acts, weights, outs):
-        t = acts[0][0]
-        x = self.activation(t)
+        x = self.activation(acts[0][0])
         keys = self.tensors[outs[0]]["name"].endswith(".k.transpose.out")  # [B, H, d, S]
         perm = [0, 2, 3, 1] if keys else [0, 2, 1, 3]
         shape = tuple(self.shapes[x][p] for p in perm)
-        self._emit(outs, self.node("Transpose", [x], self.tensors[outs[0]]["name"], op["name"],
-                                   shape, perm=perm))
+        self._result(op, outs, "Transpose", [x], shape, perm=perm)
 
-    def _unary(self, op, acts, outs, onnx_op: str, **attrs):
+    def _unary(self, op, acts, weights, outs, onnx_op: str, **attrs):
         x = self.activation(acts[0][0])
-        self._emit(outs, self.node(onnx_op, [x], self.tensors[outs[0]]["name"], op["name"],
-                                   self.shapes[x], **attrs))
+        self._result(op, outs, onnx_op, [x], self.shapes[x], **attrs)
 
-    def _softmax(self, op, acts, weights, outs):
-        self._unary(op, acts, outs, "Softmax", axis=-1)
-
-    def _gelu(self, op, acts, weights, outs):
-        self._unary(op, acts, outs, "Gelu")
-
-    def _tanh(self, op, acts, weights, outs):
-        self._unary(op, acts, outs, "Tanh")
+    _softmax = functools.partialmethod(_unary, onnx_op="Softmax", axis=-1)
+    _gelu = functools.partialmethod(_unary, onnx_op="Gelu")
+    _tanh = functools.partialmethod(_unary, onnx_op="Tanh")
 
     def _slice(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
         b, s, d = self.shapes[x]
-        first = op["name"] != "last_token"
-        starts, ends = ([0], [1]) if first else ([s - 1], [s])
-        y = self.node("Slice", [x, self.constant(f"{op['name']}.starts", starts),
-                                self.constant(f"{op['name']}.ends", ends),
-                                self.constant(f"{op['name']}.axes", [1])],
-                      self.tensors[outs[0]]["name"], op["name"], (b, 1, d))
-        self._emit(outs, y)
-
+        starts, ends = ([0], [1]) if op["name"] != "last_token" else ([s - 1], [s])
+        self._result(op, outs, "Slice", [x, self.constant(f"{op['name']}.starts", starts),
+                                         self.constant(f"{op['name']}.ends", ends),
+                                         self.constant(f"{op['name']}.axes", [1])], (b, 1, d))
 
     def _split(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
@@ -420,19 +387,17 @@ class _Writer:
         mask_t = weights[0][0]
         s = _square(self.tensors[mask_t]["size"])
         mask = self.weight(self.tensors[mask_t]["name"], (s, s), TensorProto.BOOL)
-        y = self.node("Where", [mask, x, self.constant(f"{op['name']}.fill", -1e9)],
-                      self.tensors[outs[0]]["name"], op["name"], self.shapes[x])
-        self._emit(outs, y)
+        self._result(op, outs, "Where", [mask, x, self.constant(f"{op['name']}.fill", -1e9)],
+                     self.shapes[x])
 
     def _concat(self, op, acts, weights, outs):
-        name = self.tensors[outs[0]]["name"]
         if weights:  # ViT's class token before the patches
             x = self.activation(acts[0][0])
             n, p, d = self.shapes[x]
             if n != 1:
                 raise OnnxImportError(f"op {op['name']!r}: the class token is written for batch 1 only")
             cls = self.weight(self.tensors[weights[0][0]]["name"], (1, 1, d))
-            self._emit(outs, self.node("Concat", [cls, x], name, op["name"], (n, p + 1, d), axis=1))
+            self._result(op, outs, "Concat", [cls, x], (n, p + 1, d), axis=1)
             return
         (skip_t, crop_bytes), (x_t, _) = acts
         skip, x = self.activation(skip_t), self.activation(x_t)
@@ -443,26 +408,22 @@ class _Writer:
                                       self.constant(f"{op['name']}.ends", [off + hx, off + hx]),
                                       self.constant(f"{op['name']}.axes", [2, 3])],
                             f"{op['name']}.crop", f"{op['name']}.crop", (n, c, hx, hx))
-        self._emit(outs, self.node("Concat", [cropped, x], name, op["name"], (n, c + cx, hx, hx),
-                                   axis=1))
+        self._result(op, outs, "Concat", [cropped, x], (n, c + cx, hx, hx), axis=1)
 
     def _upsample(self, op, acts, weights, outs):
         x = self.activation(acts[0][0])
         n, cin, h, w = self.shapes[x]
         cout = self.elements(outs[0]) // (n * 4 * h * w)
-        y = self.node("ConvTranspose", [x, self.weight(f"{op['name']}.weight", (cin, cout, 2, 2)),
-                                        self.weight(f"{op['name']}.bias", (cout,))],
-                      self.tensors[outs[0]]["name"], op["name"], (n, cout, 2 * h, 2 * w),
-                      kernel_shape=[2, 2], strides=[2, 2])
-        self._emit(outs, y)
+        self._result(op, outs, "ConvTranspose", [x, self.weight(f"{op['name']}.weight", (cin, cout, 2, 2)),
+                                                  self.weight(f"{op['name']}.bias", (cout,))],
+                     (n, cout, 2 * h, 2 * w), kernel_shape=[2, 2], strides=[2, 2])
 
 
 def to_onnx(workload: dict[str, Any]) -> tuple[onnx.ModelProto, int]:
     """The ONNX graph of a built-in `workload` dict and the bytes of its (zero) weights.
 
     Raises `OnnxImportError` naming the first op whose type or sizes cannot be written."""
-    writer = _Writer(workload)
-    model = writer.write()
+    model = _Writer(workload).write()
     total = sum(int(np.prod(t.dims, dtype=np.int64)) * 4 for t in model.graph.initializer)
     return model, total
 
@@ -477,10 +438,8 @@ def save_onnx(workload: dict[str, Any], path: str | Path) -> Path:
     for tensor in model.graph.initializer:
         length = int(np.prod(tensor.dims, dtype=np.int64)) * 4
         tensor.data_location = TensorProto.EXTERNAL
-        del tensor.external_data[:]
         for key, value in (("location", data.name), ("offset", str(offset)), ("length", str(length))):
-            entry = tensor.external_data.add()
-            entry.key, entry.value = key, value
+            tensor.external_data.add(key=key, value=value)
         offset += length
     with open(data, "wb") as handle:
         handle.truncate(offset)  # zeros, without writing a block

@@ -12,7 +12,6 @@ element (global pooling and reductions: one per input element); data movement
 from __future__ import annotations
 
 import math
-import re
 from typing import Callable, Sequence
 
 import onnx
@@ -88,15 +87,14 @@ def _einsum(node, ins, outs) -> float:
     equation = equation.decode() if isinstance(equation, bytes) else equation
     operands = equation.replace(" ", "").split("->")[0].split(",")
     sizes: dict[str, int] = {}
+    batch = 1
     for term, shape in zip(operands, ins):
-        letters = re.sub(r"\.\.\.", "", term)
+        letters = term.replace("...", "")
         explicit = shape[len(shape) - len(letters):] if "..." in term else shape
         for letter, size in zip(letters, explicit):
             sizes[letter] = max(sizes.get(letter, 1), int(size))
-    batch = 1
-    for term, shape in zip(operands, ins):
         if "..." in term:
-            batch = max(batch, _prod(shape[:len(shape) - len(term.replace("...", ""))]))
+            batch = max(batch, _prod(shape[:len(shape) - len(letters)]))
     product = batch * _prod(sizes.values())
     return (2.0 if len(ins) > 1 else 1.0) * product
 
@@ -111,8 +109,7 @@ FORMULAS: dict[str, Callable[[onnx.NodeProto, list[Shape], list[Shape]], float]]
     "QLinearMatMul": lambda n, i, o: _matmul(n, [i[0]], o), "Gemm": _gemm, "Einsum": _einsum,
     **dict.fromkeys(WINDOW_POOLS, _window_pool),
     **{op: (lambda n, i, o: float(_prod(i[0]))) for op in REDUCTIONS},
-    **{op: (lambda n, i, o, f=f: f * _prod(o[0])) for op, f in ELEMENTWISE.items()},
-    **{op: (lambda n, i, o, f=f: f * _prod(o[0])) for op, f in NORMALIZATION.items()},
+    **{op: (lambda n, i, o, f=f: f * _prod(o[0])) for op, f in {**ELEMENTWISE, **NORMALIZATION}.items()},
     **{op: (lambda n, i, o: 5.0 * _prod(o[0])) for op in SOFTMAX},
     **{op: (lambda n, i, o: 0.0) for op in DATA_MOVEMENT},
 }

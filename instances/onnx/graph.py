@@ -26,6 +26,7 @@ float initializer an op reads is still emitted as a weight, see `importer`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -73,10 +74,6 @@ class Group:
     def anchor(self) -> int:
         return self.nodes[0]
 
-    @property
-    def position(self) -> int:
-        return max(self.nodes)
-
 
 @dataclass
 class Lowered:
@@ -96,17 +93,8 @@ class Lowered:
     graph_inputs: list[str]
     graph_outputs: set[str]            # base values
     elements: Callable[[str], int | None]  # elements of a value, None if its shape is unknown
+    data_inputs: list[list[tuple[int, str]]]  # per node: (input position, base value) of data
     groups: list[Group] = field(default_factory=list)
-    _data: list[list[tuple[int, str]]] = field(default_factory=list)
-
-    def data_inputs(self, i: int) -> list[tuple[int, str]]:
-        """(input position, base value) of node i's inputs that carry data."""
-        if not self._data:
-            base = self.base
-            self._data = [[(k, base.get(v, v)) for k, v in enumerate(ins)
-                           if v and k not in PARAMETER_INPUTS.get(op, ())]
-                          for op, ins in zip(self.op_types, self.inputs)]
-        return self._data[i]
 
 
 def node_label(node: onnx.NodeProto, index: int) -> str:
@@ -120,15 +108,10 @@ def _stored_constant(node: onnx.NodeProto) -> tuple[int, int]:
         if a.name in ("value", "sparse_value"):
             t = a.t if a.name == "value" else a.sparse_tensor.values
             dims = a.t.dims if a.name == "value" else a.sparse_tensor.dims
-            n = 1
-            for d in dims:
-                n *= int(d)
-            return t.data_type, n
-        if a.name in ("value_float", "value_int"):
-            return (TensorProto.FLOAT if a.name == "value_float" else TensorProto.INT64), 1
-        if a.name in ("value_floats", "value_ints"):
-            values = a.floats if a.name == "value_floats" else a.ints
-            return (TensorProto.FLOAT if a.name == "value_floats" else TensorProto.INT64), len(values)
+            return t.data_type, math.prod(int(d) for d in dims)
+        if a.name in ("value_float", "value_int", "value_floats", "value_ints"):
+            n = len(a.floats) + len(a.ints) if a.name.endswith("s") else 1
+            return (TensorProto.FLOAT if "float" in a.name else TensorProto.INT64), n
         if a.name in ("value_string", "value_strings"):
             return TensorProto.STRING, 1
     raise OnnxImportError(f"node {node_label(node, 0)} has no value attribute")
@@ -193,9 +176,12 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         (weights if _is_weight(info.elem_type, info.elements) else compile_time).add(info.name)
     inputs = [i.name for i in graph.input if i.name not in initializers]
     roles: list[str] = []
+    data_inputs: list[list[tuple[int, str]]] = []
     for i, (op, ins, outs) in enumerate(zip(op_types, node_inputs, node_outputs)):
+        # inputs are produced before their readers, so their bases are final here
         skip = PARAMETER_INPUTS.get(op, ())
-        data = [base.get(v, v) for k, v in enumerate(ins) if v and k not in skip]
+        data_inputs.append([(k, base.get(v, v)) for k, v in enumerate(ins) if v and k not in skip])
+        data = [v for _, v in data_inputs[-1]]
         every = [base.get(v, v) for v in ins if v]
         if op == "Constant":
             stored_type, n = _stored_constant(nodes[i])
@@ -204,15 +190,13 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         elif op in COMPILE_TIME_SOURCES:
             compile_time.update(o for o in outs if o)
             roles.append("compile")
-        elif op in ALIASES and data and (op != "Dropout" or len(outs) < 2 or not outs[1]):
-            base[outs[0]] = data[0]
-            roles.append("alias")
-        elif op in ("Cast", "CastLike") and data and elem_type(data[0]) is not None \
-                and elem_type(data[0]) == elem_type(outs[0]):
-            base[outs[0]] = data[0]  # a cast to the type it already has (tf2onnx writes them)
-            roles.append("alias")
-        elif op in ("Transpose", "DequantizeLinear") and data and data[0] in weights:
-            # a weight's layout is chosen at compile time; a quantized weight is read as stored
+        elif data and ((op in ALIASES and (op != "Dropout" or len(outs) < 2 or not outs[1]))
+                       # a cast to the type it already has (tf2onnx writes them)
+                       or (op in ("Cast", "CastLike") and elem_type(data[0]) is not None
+                           and elem_type(data[0]) == elem_type(outs[0]))
+                       # a weight's layout is chosen at compile time; a quantized weight is
+                       # read as stored
+                       or (op in ("Transpose", "DequantizeLinear") and data[0] in weights)):
             base[outs[0]] = data[0]
             roles.append("alias")
         elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):
@@ -223,7 +207,7 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
     graph_outputs = {base.get(o.name, o.name) for o in graph.output}
     outputs = [[base.get(o, o) for o in outs if o] for outs in node_outputs]
     lowered = Lowered(nodes, op_types, node_inputs, outputs, base, compile_time, weights, inputs,
-                      graph_outputs, elements)
+                      graph_outputs, elements, data_inputs)
     lowered.groups = fuse(lowered, roles)
     return lowered
 
@@ -236,7 +220,7 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
     consumers: dict[str, list[int]] = {}
     for i, role in enumerate(roles):
         if role == "op":
-            for _, v in lowered.data_inputs(i):
+            for _, v in lowered.data_inputs[i]:
                 uses = consumers.setdefault(v, [])
                 if not uses or uses[-1] != i:
                     uses.append(i)
@@ -253,7 +237,7 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
         """'tail', 'residual' or None: can node c join a group whose values are `inside`?"""
         if roles[c] != "op" or absorbed[c] or op_types[c] not in TAIL or len(outputs[c]) != 1:
             return None
-        outside = [v for _, v in lowered.data_inputs(c) if v not in inside and v not in constants]
+        outside = [v for _, v in lowered.data_inputs[c] if v not in inside and v not in constants]
         if not outside:
             return "tail"
         if (len(outside) == 1 and op_types[c] == "Add" and not group.residual
@@ -269,9 +253,9 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
         while node is not None and depth > 0:
             if op_types[node] in RESIDUAL_ANCHORS:
                 return node
-            if op_types[node] not in TAIL or not lowered.data_inputs(node):
+            if op_types[node] not in TAIL or not lowered.data_inputs[node]:
                 return None
-            node, depth = producer.get(lowered.data_inputs(node)[0][1]), depth - 1
+            node, depth = producer.get(lowered.data_inputs[node][0][1]), depth - 1
         return None
 
     def main_path(anchor: int, other_value: str) -> bool:
@@ -284,7 +268,7 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
             return True
 
         def private(conv: int) -> bool:
-            return len(consumers.get(lowered.data_inputs(conv)[0][1], ())) == 1
+            return len(consumers.get(lowered.data_inputs[conv][0][1], ())) == 1
         mine, theirs = private(anchor), private(other)
         return mine if mine != theirs else anchor > other
 
@@ -300,10 +284,7 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
         residual = False
         open_values = [start]
         for _ in range(MAX_TAIL):
-            if len(open_values) == 1 and len(consumers.get(open_values[0], ())) == 1:
-                candidates = consumers[open_values[0]]  # the common case: a chain
-            else:
-                candidates = sorted({c for v in open_values for c in consumers.get(v, ())})
+            candidates = sorted({c for v in open_values for c in consumers.get(v, ())})
             candidates = [c for c in candidates if c not in member_set and c not in tail_set]
             progress = False
             for c in candidates:
@@ -344,5 +325,5 @@ def fuse(lowered: Lowered, roles: list[str]) -> list[Group]:
             group.residual = group.residual or residual
             group.outputs = exposed(members, member_set)
         groups.append(group)
-    groups.sort(key=lambda g: g.position)
+    groups.sort(key=lambda g: max(g.nodes))  # a group sits where its last node is stored
     return groups

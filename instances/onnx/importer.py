@@ -16,6 +16,7 @@ of the program, no tensor. A `Gather` moves only the rows it gathers and a
 """
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from pathlib import Path
@@ -84,10 +85,7 @@ class _Emitter:
     def size(self, value: str) -> int:
         size = self._sizes.get(value)
         if size is None:
-            n = 1
-            for d in self.shape(value):
-                n *= d
-            size = self._sizes[value] = n * self.width(value)
+            size = self._sizes[value] = math.prod(self.shape(value)) * self.width(value)
         return size
 
     def _access(self, value: str, kind: str, producer: int | None, k: int, nbytes: int) -> None:
@@ -117,10 +115,9 @@ class _Emitter:
                     self.unknown_ops.setdefault(node.op_type, []).append(node_label(node, m))
                     f = conservative_flops(outs)
                 flops += f
-                for position, value in lowered.data_inputs(m):
-                    if value in inside:
-                        continue
-                    self._read(k, node, position, value, produced)
+                for position, value in lowered.data_inputs[m]:
+                    if value not in inside:
+                        self._read(k, node, position, value, produced)
             name = anchor.name or anchor.output[0]
             unique, suffix = name, 1
             while unique in names:
@@ -158,7 +155,7 @@ class _Emitter:
             if INDEX_INPUTS.get(node.op_type) == position:
                 return  # static indices: the gather is a static slice
             stored = self.shaped.initializers.get(value)
-            if self._elements(value) <= 1 and (stored is None or stored.elem_type not in FLOATING):
+            if math.prod(self.shape(value)) <= 1 and (stored is None or stored.elem_type not in FLOATING):
                 return  # a scalar from a Constant node or folding: an immediate of the program
             kind = "weight"  # a float initializer, or a folded constant (e.g. an attention mask)
         elif value in produced or value in lowered.graph_inputs:
@@ -172,18 +169,10 @@ class _Emitter:
             nbytes = self.size(out) // self.width(out) * self.width(value)
         self._access(value, kind, None, k, nbytes)
 
-    def _elements(self, value: str) -> int:
-        n = 1
-        for d in self.shape(value):
-            n *= d
-        return n
-
     def tensor_list(self) -> list[dict[str, Any]]:
-        out = []
-        for tensor in self.tensors.values():
-            # ops are emitted in schedule order, so accesses are already sorted by op
-            out.append({**tensor, "accesses": [[k, b] for k, b in tensor["accesses"].items()]})
-        return out
+        # ops are emitted in schedule order, so accesses are already sorted by op
+        return [{**tensor, "accesses": [[k, b] for k, b in tensor["accesses"].items()]}
+                for tensor in self.tensors.values()]
 
 
 def _hardware(hardware: str | dict[str, Any]) -> dict[str, Any]:
@@ -231,12 +220,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
 
     def elements(value: str) -> int | None:
         found = shaped.types.get(value)
-        if found is None:
-            return None
-        n = 1
-        for d in found[1]:
-            n *= d
-        return n
+        return None if found is None else math.prod(found[1])
 
     def elem_type(value: str) -> int | None:
         found = shaped.types.get(value)
@@ -253,9 +237,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
             f"{len(labels)} node(s) of type {op_type} (first: {labels[0]}): FLOPs unknown, "
             "counted as 1 per output element"), stacklevel=2)
     workload_name = name or stem
-    params: dict[str, Any] = {}
-    if batch is not None:
-        params["batch"] = batch
+    params: dict[str, Any] = {} if batch is None else {"batch": batch}
     params.update(dims or {})
     if dtype_bytes is not None:
         params["dtype_bytes"] = dtype_bytes
@@ -265,8 +247,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
     roles = {"nodes": total_nodes, "live_nodes": len(lowered.nodes),
              "ops": len(lowered.groups),
              "fused_nodes": sum(len(g.nodes) for g in lowered.groups),
-             "shape_inference": shaped.notes,
-             "seconds": round(time.perf_counter() - began, 3)}
+             "shape_inference": shaped.notes}
     instance = {"format": FORMAT, "name": f"{workload_name}@{hw.get('name', 'hardware')}",
                 "source": "memplace import (ONNX)", "import": roles,
                 "notes": ("ops fused at a compiler's granularity; flops count 2 per "

@@ -20,7 +20,9 @@ and inference runs on a *slim* copy whose large initializers are graph inputs
 """
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -48,18 +50,17 @@ class Initializer:
 
     @property
     def elements(self) -> int:
-        return int(np.prod(self.dims, dtype=np.int64)) if self.dims else 1
+        return math.prod(self.dims)
 
 
 @dataclass
 class ShapedModel:
-    """A slim model (no large weights), its initializers, and the static type of each value.
+    """A slim model's initializers and the static type of each value.
 
     `types[name]` is `(elem_type, dims)` with every dim an int, for each value whose
     shape is fully known; `notes` says which library failed and why.
     """
 
-    model: onnx.ModelProto
     initializers: dict[str, Initializer]
     types: dict[str, tuple[int, tuple[int, ...]]]
     notes: list[str] = field(default_factory=list)
@@ -95,14 +96,12 @@ def slim_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, Initi
     for init in graph.initializer:
         info = Initializer(init.name, init.data_type, tuple(int(d) for d in init.dims))
         initializers[init.name] = info
-        external = init.data_location == TensorProto.EXTERNAL
-        if info.elements <= SMALL_INITIALIZER and not external:
+        if info.elements <= SMALL_INITIALIZER and init.data_location != TensorProto.EXTERNAL:
             kept.append(init)
         elif init.name not in declared:
             as_inputs.append(helper.make_tensor_value_info(init.name, init.data_type, info.dims))
-    inputs = [i for i in graph.input]
     slim_graph = helper.make_graph(
-        list(graph.node), graph.name or "main", inputs + as_inputs, list(graph.output),
+        list(graph.node), graph.name or "main", list(graph.input) + as_inputs, list(graph.output),
         initializer=kept, value_info=list(graph.value_info))
     slim = helper.make_model(slim_graph, opset_imports=list(model.opset_import),
                              ir_version=max(model.ir_version, 4))
@@ -186,14 +185,7 @@ def _static_types(model: onnx.ModelProto) -> dict[str, tuple[int, tuple[int, ...
         dims = t.tensor_type.shape.dim
         if t.tensor_type.elem_type and all(d.WhichOneof("value") == "dim_value" for d in dims):
             types[value.name] = (t.tensor_type.elem_type, tuple(d.dim_value for d in dims))
-    for init in graph.initializer:
-        types[init.name] = (init.data_type, tuple(int(d) for d in init.dims))
     return types
-
-
-def _onnx_inference(model: onnx.ModelProto) -> onnx.ModelProto:
-    return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
-                                             data_prop=True)
 
 
 def _symbolic_inference(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -230,10 +222,6 @@ def _symbolic_inference(model: onnx.ModelProto) -> onnx.ModelProto:
         log.setLevel(level)
 
 
-def _outputs(model: onnx.ModelProto) -> list[str]:
-    return [o for n in model.graph.node for o in n.output if o]
-
-
 def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer]) -> ShapedModel:
     """Every value's static type, from the model itself, ONNX's inference and, where that
     leaves shapes unknown, onnxruntime's symbolic inference (see the module docstring)."""
@@ -241,8 +229,10 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
     for info in initializers.values():
         types[info.name] = (info.elem_type, info.dims)
     notes: list[str] = []
-    wanted = _outputs(model)
-    for name, infer in (("onnx.shape_inference", _onnx_inference),
+    wanted = [o for n in model.graph.node for o in n.output if o]
+    onnx_inference = functools.partial(onnx.shape_inference.infer_shapes, check_type=False,
+                                       strict_mode=False, data_prop=True)
+    for name, infer in (("onnx.shape_inference", onnx_inference),
                         ("onnxruntime symbolic_shape_infer", _symbolic_inference)):
         if all(o in types for o in wanted):
             break
@@ -257,4 +247,4 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
             types.setdefault(value, found)
         if types and len(types) > before:
             notes.append(f"{name} resolved {len(types) - before} shapes")
-    return ShapedModel(model, initializers, types, notes)
+    return ShapedModel(initializers, types, notes)
