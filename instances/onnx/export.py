@@ -424,8 +424,14 @@ def to_onnx(workload: dict[str, Any]) -> tuple[onnx.ModelProto, int]:
 
     Raises `OnnxImportError` naming the first op whose type or sizes cannot be written."""
     model = _Writer(workload).write()
-    total = sum(int(np.prod(t.dims, dtype=np.int64)) * 4 for t in model.graph.initializer)
-    return model, total
+    return model, sum(_nbytes(t) for t in model.graph.initializer)
+
+
+def _nbytes(tensor: TensorProto) -> int:
+    """Bytes of an initializer's values: its elements times its data type's size (a BOOL
+    mask takes one byte per element; onnxruntime refuses external data of another length)."""
+    itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    return int(np.prod(tensor.dims, dtype=np.int64)) * itemsize
 
 
 def save_onnx(workload: dict[str, Any], path: str | Path) -> Path:
@@ -436,7 +442,7 @@ def save_onnx(workload: dict[str, Any], path: str | Path) -> Path:
     data = path.with_name(path.name + ".data")
     offset = 0
     for tensor in model.graph.initializer:
-        length = int(np.prod(tensor.dims, dtype=np.int64)) * 4
+        length = _nbytes(tensor)
         tensor.data_location = TensorProto.EXTERNAL
         for key, value in (("location", data.name), ("offset", str(offset)), ("length", str(length))):
             tensor.external_data.add(key=key, value=value)

@@ -205,3 +205,16 @@ def test_bert_round_trip_differs_only_by_fusion_and_aliasing(params, tmp_path):
     _compare(gen, imp, tails=(".bias_add", ".scale", ".gelu", "pooler.tanh"), aliases=(".reshape",))
     # 73 bias adds (72 in the layers, 1 in the pooler), 12 scalings, 12 GELUs, the tanh, 48 reshapes
     assert len(gen["ops"]) - len(imp["ops"]) == 73 + 12 + 12 + 1 + 48 == 146
+
+
+def test_exported_gpt2_opens_in_onnxruntime(tmp_path):
+    """The external data of every initializer has the length its data type gives: GPT-2's BOOL
+    causal mask takes one byte per element (at four, onnxruntime refused the file)."""
+    import onnxruntime as ort
+
+    path = _export("gpt2", tmp_path, seq_len=16)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["input_ids"]
+    mask = next(t for t in onnx.load(str(path), load_external_data=False).graph.initializer
+                if t.name == "causal_mask")
+    assert dict((e.key, e.value) for e in mask.external_data)["length"] == str(16 * 16)
