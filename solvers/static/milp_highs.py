@@ -53,8 +53,6 @@ class Formulation:
     var_tensor: np.ndarray  # tensor of each binary column
     var_level: np.ndarray  # level of each binary column
     var_index: np.ndarray  # (T, L-1) column of y[t, l], -1 when there is none
-    fixed: np.ndarray  # tensors fixed to the slowest level (no benefit anywhere else)
-    compute_ops: np.ndarray  # ops compute-bound whatever the placement
     memory_ops: np.ndarray  # ops memory-bound whatever the placement
     mixed_ops: np.ndarray  # ops with a time column
     base: np.ndarray  # seconds: memory time of each op with everything in the slowest level
@@ -70,7 +68,6 @@ class Formulation:
     a_start: np.ndarray  # column-wise sparse matrix
     a_index: np.ndarray
     a_value: np.ndarray
-    n_capacity_rows: int = 0
     stats: dict = field(default_factory=dict)
 
     @property
@@ -320,11 +317,10 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     stats = {"binaries": int(nb), "time_columns": int(mixed_ops.size), "rows": int(n_rows),
              "capacity_rows": int(n_cap), "cliques": len(cliques), "fixed_tensors": int(fixed.size),
              "nonzeros": int(vals.size)}
-    return Formulation(inst, capacity, scale, offset, var_tensor, var_level, var_index, fixed,
-                       compute_ops, memory_ops, mixed_ops, base, cliques, free_weights,
-                       load_levels, cost, col_lower,
+    return Formulation(inst, capacity, scale, offset, var_tensor, var_level, var_index, memory_ops,
+                       mixed_ops, base, cliques, free_weights, load_levels, cost, col_lower,
                        col_upper, integrality, np.concatenate(row_lower), np.concatenate(row_upper),
-                       a_start, rows, vals, n_cap, stats)
+                       a_start, rows, vals, stats)
 
 
 def highs_model(form: Formulation, relax: bool = False):
@@ -345,8 +341,7 @@ class HighsOutcome:
 
 def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
               time_limit: float | None, warm: np.ndarray | None = None,
-              should_stop=None, on_solution=None, log: bool = False,
-              options: dict | None = None) -> HighsOutcome:
+              should_stop=None, on_solution=None, log: bool = False) -> HighsOutcome:
     """Solve the MILP with highspy. `warm`: column values of a feasible start.
     `should_stop()` is polled by HiGHS; `on_solution(values)` sees each improving
     incumbent (column values of the original model)."""
@@ -357,8 +352,6 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
     # an op's time, which the rounded placement does not: tolerances far below `gap`.
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    for key, value in (options or {}).items():
-        h.setOptionValue(key, value)
     h.passModel(highs_model(form))
     if warm is not None:
         h.setSolution(_solution(warm))
