@@ -53,12 +53,13 @@ import time
 
 import numpy as np
 
-from memplace.model import Instance, capacity_ok, latency, move_delta, rectify_capacity
+from memplace.model import Instance, capacity_ok, latency, rectify_capacity
+from memplace.model.static.load_tree import tree_leaves
 from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.static.heuristics import gains_to_fastest
 from memplace.solvers.static.placements import capacity_starts, offer_valid
 from memplace.solvers.static.sa_kernels import (anneal_kernel, anneal_penalty_kernel, build_state,
-                                         max_gain_kernel, polish_kernel, sample_uphill_kernel,
-                                         tree_leaves)
+                                                max_gain_kernel, polish_kernel, sample_uphill_kernel)
 
 MOVES_WITHOUT_LIMIT = 20_000_000  # total budget when neither `moves` nor a time limit is given
 UPHILL_SAMPLES = 2000
@@ -145,9 +146,7 @@ def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50,
 def byte_value(inst: Instance) -> float:
     """Median latency saved per byte by moving one tensor from the slowest placement to
     the fastest level: the scale of the capacity penalty (seconds per overflowing byte)."""
-    slow = inst.slowest_placement()
-    gain = np.array([-move_delta(inst, slow, t, 0) for t in range(inst.n_tensors)])
-    density = gain / inst.size
+    density = gains_to_fastest(inst.slowest_placement(), inst.arrays) / inst.size
     positive = density[density > 0]
     return float(np.median(positive)) if positive.size else 1e-18
 
