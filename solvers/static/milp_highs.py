@@ -221,9 +221,7 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     load_col = np.full(L, -1, np.int64)
     load_col[load_levels] = n_time + np.arange(load_levels.size)  # bounds [0, 1]: weights fit
 
-    rows_i: list[np.ndarray] = []
-    cols_i: list[np.ndarray] = []
-    vals_i: list[np.ndarray] = []
+    entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, columns, values)
     row_lower: list[np.ndarray] = []
     row_upper: list[np.ndarray] = []
     n_rows = 0
@@ -235,9 +233,7 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     row_of_tensor = np.full(T, -1, np.int64)
     row_of_tensor[multi] = np.arange(multi.size)
     sel = row_of_tensor[var_tensor] >= 0
-    rows_i.append(row_of_tensor[var_tensor[sel]])
-    cols_i.append(np.flatnonzero(sel))
-    vals_i.append(np.ones(int(sel.sum())))
+    entries.append((row_of_tensor[var_tensor[sel]], np.flatnonzero(sel), np.ones(int(sel.sum()))))
     row_lower.append(np.full(multi.size, -np.inf))
     row_upper.append(np.ones(multi.size))
     n_rows += multi.size
@@ -259,12 +255,8 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     row_of_op = np.full(n, -1, np.int64)
     row_of_op[mixed_ops] = n_rows + np.arange(mixed_ops.size)
     is_mixed = row_of_op[op] >= 0
-    rows_i.append(row_of_op[op[is_mixed]])
-    cols_i.append(col[is_mixed])
-    vals_i.append(-coef[is_mixed])
-    rows_i.append(row_of_op[mixed_ops])
-    cols_i.append(nb + np.arange(mixed_ops.size))
-    vals_i.append(np.ones(mixed_ops.size))
+    entries.append((row_of_op[op[is_mixed]], col[is_mixed], -coef[is_mixed]))
+    entries.append((row_of_op[mixed_ops], nb + np.arange(mixed_ops.size), np.ones(mixed_ops.size)))
     row_lower.append(base[mixed_ops] * scale)
     row_upper.append(np.full(mixed_ops.size, np.inf))
     n_rows += mixed_ops.size
@@ -273,9 +265,9 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     for l in load_levels:
         cols_l = var_index[free_weights, l]
         ok = cols_l >= 0
-        rows_i.append(np.full(int(ok.sum()) + 1, n_rows, np.int64))
-        cols_i.append(np.concatenate([[load_col[l]], cols_l[ok]]))
-        vals_i.append(np.concatenate([[1.0], -inst.size[free_weights[ok]] / capacity[l]]))
+        entries.append((np.full(int(ok.sum()) + 1, n_rows, np.int64),
+                        np.concatenate([[load_col[l]], cols_l[ok]]),
+                        np.concatenate([[1.0], -inst.size[free_weights[ok]] / capacity[l]])))
         row_lower.append(np.array([0.0]))
         row_upper.append(np.array([np.inf]))
         n_rows += 1
@@ -299,17 +291,14 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
             if load_col[l] >= 0:
                 cols_r = np.concatenate([cols_r, [load_col[l]]])
                 vals_r = np.concatenate([vals_r, [1.0]])
-            rows_i.append(np.full(cols_r.size, n_rows, np.int64))
-            cols_i.append(cols_r)
-            vals_i.append(vals_r)
+            entries.append((np.full(cols_r.size, n_rows, np.int64), cols_r, vals_r))
             row_lower.append(np.array([-np.inf]))
             row_upper.append(np.array([1.0]))
             n_rows += 1
             n_cap += 1
 
-    rows = np.concatenate(rows_i).astype(np.int64)
-    cols = np.concatenate(cols_i).astype(np.int64)
-    vals = np.concatenate(vals_i).astype(np.float64)
+    rows, cols, vals = (np.concatenate(part) for part in zip(*entries))
+    rows, cols, vals = rows.astype(np.int64), cols.astype(np.int64), vals.astype(np.float64)
     order = np.lexsort((rows, cols))
     rows, cols, vals = rows[order], cols[order], vals[order]
     a_start = np.zeros(n_cols + 1, np.int64)

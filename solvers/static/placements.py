@@ -1,6 +1,6 @@
 """Where static solvers start and how they hand a placement in: the one place that builds
-start placements (from the compiler heuristics of `heuristics.py`) and the one helper
-that offers a placement made valid.
+start placements (from the compiler heuristics of `heuristics.py`) and the helpers
+that offer placements made valid.
 """
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from memplace.model import Instance, capacity_ok, latency, rectify, rectify_capacity
+from memplace.model import (Instance, capacity_ok, latency, rectify, rectify_capacity,
+                            repair_latency_batch)
 from memplace.model.packing.packers import Packer
 from memplace.solvers import SearchContext
 from memplace.solvers.static.heuristics import (ORDERS, greedy_fill, heuristic_placements,
@@ -58,3 +59,13 @@ def offer_valid(ctx: SearchContext, place: np.ndarray, latency_s: float | None =
     fixed = rectify(inst, place, packer=packer)
     ctx.offer(fixed.placement, offsets=fixed.offsets)
     return fixed.placement
+
+
+def offer_repaired(ctx: SearchContext, placements: np.ndarray) -> np.ndarray:
+    """Rectify the rows of an int64[P, T] array in place (one kernel call), count them and
+    offer the best; return the latencies."""
+    lat = repair_latency_batch(ctx.instance, placements)
+    ctx.count(placements.shape[0])
+    best = int(np.argmin(lat))
+    offer_valid(ctx, placements[best], float(lat[best]))
+    return lat
