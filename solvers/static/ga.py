@@ -84,9 +84,7 @@ def cx_uniform(a: array.array, b: array.array, rng: np.random.Generator,
     """Swap each gene between the two parents with probability indpb."""
     ga_, gb = genes(a), genes(b)
     swap = rng.random(ga_.shape[0]) < indpb
-    tmp = ga_[swap].copy()
-    ga_[swap] = gb[swap]
-    gb[swap] = tmp
+    ga_[swap], gb[swap] = gb[swap], ga_[swap]
     return a, b
 
 

@@ -33,8 +33,7 @@ def best_start(inst: Instance) -> tuple[np.ndarray, np.ndarray | None]:
     """The lowest-latency heuristic placement with the offsets its greedy fill gave it on
     addressed levels (None without them): valid as it is, no packing needed."""
     if not inst.has_addressed_levels:
-        candidates = list(heuristic_placements(inst).values())
-        return min(candidates, key=lambda p: latency(inst, p)), None
+        return min(heuristic_placements(inst).values(), key=lambda p: latency(inst, p)), None
     options = [greedy_fill(inst, order(inst)) for order in ORDERS.values()]
     return min(options, key=lambda po: latency(inst, po[0]))
 

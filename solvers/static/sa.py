@@ -107,17 +107,16 @@ class Annealer:
     def run(self, n_moves: int, temperature: float, alpha: float, swap_fraction: float,
             seed: int, group_fraction: float = 0.0, group_max: int = 4) -> None:
         """n_moves moves from `temperature`, multiplied by `alpha` before each move."""
-        i = self.inst
         self.state[1] = temperature
         t = time.perf_counter()
         cpu = time.thread_time()
         if self.penalty:
             anneal_penalty_kernel(self.place, self.state, self.best_place, self.book, n_moves,
                                   alpha, swap_fraction, group_fraction, group_max, seed,
-                                  *self.lam, self.max_gain, self.stats, i.arrays)
+                                  *self.lam, self.max_gain, self.stats, self.inst.arrays)
         else:
             anneal_kernel(self.place, self.state, self.best_place, self.book, n_moves, alpha,
-                          swap_fraction, seed, self.stats, i.arrays)
+                          swap_fraction, seed, self.stats, self.inst.arrays)
         self.kernel_s += time.perf_counter() - t
         self.kernel_cpu_s += time.thread_time() - cpu
 
@@ -136,10 +135,9 @@ def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50,
     """The placement after a local search over single moves and swaps (valid in, valid
     out; at most `max_pairs` swaps looked at), and its exact latency."""
     place = np.array(placement, np.int64, copy=True)
-    leaves = tree_leaves(inst.n_ops)
     threshold = 1e-12 * latency(inst, place)
-    polish_kernel(place, build_state(place, inst.arrays, leaves), threshold, max_passes,
-                  max_pairs, inst.arrays)
+    polish_kernel(place, build_state(place, inst.arrays, tree_leaves(inst.n_ops)), threshold,
+                  max_passes, max_pairs, inst.arrays)
     return place, latency(inst, place)
 
 
