@@ -99,8 +99,7 @@ def _verify(ctx: SearchContext, form, gap: float, threads: int, log: bool,
     out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed + 1, time_limit=time_limit,
                     should_stop=ctx.should_stop, on_solution=lambda v: _offer_values(ctx, form, v),
                     log=log)
-    ctx.notes["verify_status"] = out.status
-    ctx.notes["verify_s"] = round(out.seconds, 3)
+    ctx.notes.update(verify_status=out.status, verify_s=round(out.seconds, 3))
     if out.values is not None:
         _offer_values(ctx, form, out.values)
     if out.status != "Optimal" or not abs(out.bound - bound) <= gap * abs(bound) + 1e-12 * abs(bound):
@@ -165,8 +164,7 @@ def _solve_highspy(ctx, form, warm, gap, threads, time_limit, log):
     out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed, time_limit=time_limit,
                     warm=form.columns(warm), should_stop=ctx.should_stop,
                     on_solution=lambda v: _offer_values(ctx, form, v), log=log)
-    ctx.notes["nodes"] = out.nodes
-    ctx.notes["highs_s"] = round(out.seconds, 3)
+    ctx.notes.update(nodes=out.nodes, highs_s=round(out.seconds, 3))
     return out.values, out.bound, out.status
 
 
