@@ -81,12 +81,6 @@ def policy_seeds(ctx: SearchContext, lp_samples: int, greedy_samples: int, noise
     return seeds
 
 
-def stochastic_policies(ctx: SearchContext, noise: float) -> list[Policy]:
-    """The policies sampled afresh every generation: randomised greedy and LP rounding."""
-    inst = ctx.instance
-    return [lambda rng: randomized_greedy(inst, rng, noise), lambda rng: lp_round(inst, rng)]
-
-
 def run_registered(ctx: SearchContext, name: str, share: float) -> np.ndarray | None:
     """The placement of another registered solver run through `solve()` (its limit and
     validation) with `share` of the remaining time; its evaluations are counted here.
@@ -172,6 +166,8 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int | None, e
     seeds = policy_seeds(ctx, lp_samples, greedy_samples, noise, dp_share)
     ctx.notes.update(seeds=len(seeds), seed_s=round(time.perf_counter() - started, 3),
                      lp_rounding=True)
-    policies = stochastic_policies(ctx, noise)
+    inst = ctx.instance
+    # The policies sampled afresh every generation: randomised greedy and LP rounding.
+    policies = [lambda rng: randomized_greedy(inst, rng, noise), lambda rng: lp_round(inst, rng)]
     ctx.notes["generations"] = run_ea(ctx, population, generations, elite, tournament, cxpb,
                                       mutpb, seeds, policies, inject, seed_temperature)
