@@ -20,15 +20,9 @@ from memplace.solvers.warm import warm_solvers
 __all__ = ["Param", "ParameterError", "Result", "SearchContext", "SolverInfo", "register",
            "registry", "solve", "solver_info", "solvers_of", "load_solver_modules", "warm_solvers"]
 
-_loaded = False
-
-
 def load_solver_modules() -> None:
-    """Import every module of this package once, so each registers its solvers."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
+    """Import every module of this package, so each registers its solvers (the registry
+    calls it once; importing again is a no-op)."""
     for module in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
         if not module.name.rsplit(".", 1)[-1].startswith("_"):
             importlib.import_module(module.name)

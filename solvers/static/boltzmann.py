@@ -55,10 +55,6 @@ def crossover(prior_a: np.ndarray, temp_a: np.ndarray, prior_b: np.ndarray, temp
               rng: np.random.Generator) -> None:
     """Uniform crossover in place: each tensor's prior row and temperature are swapped
     between the two parents with probability 1/2 (rows are never split)."""
-    swap = rng.random(temp_a.shape[0]) < 0.5
-    rows = prior_a[swap].copy()
-    prior_a[swap] = prior_b[swap]
-    prior_b[swap] = rows
-    temps = temp_a[swap].copy()
-    temp_a[swap] = temp_b[swap]
-    temp_b[swap] = temps
+    swap = rng.random(temp_a.shape[0]) < 0.5  # masks index copies: no temporaries needed
+    prior_a[swap], prior_b[swap] = prior_b[swap], prior_a[swap]
+    temp_a[swap], temp_b[swap] = temp_b[swap], temp_a[swap]

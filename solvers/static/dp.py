@@ -55,6 +55,7 @@ from numba import njit
 
 from memplace.model import Instance, latency
 from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.static.milp_highs import formulate
 from memplace.solvers.static.placements import best_start, offer_valid
 
 
@@ -137,7 +138,6 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     """The DP's best placement (None if stopped) and facts about the run. Labels whose
     cost plus a lower bound on the rest exceeds `upper` (the latency of a known valid
     placement) are dropped: that cannot lose an optimum."""
-    from memplace.solvers.static.milp_highs import formulate
     T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
     last = L - 1
     Lc = L - 1  # capacitated levels that can bind (the last holds everything)

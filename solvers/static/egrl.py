@@ -4,7 +4,7 @@ EGRL (Khadka et al., "Optimizing Memory Placement using Evolutionary Graph
 Reinforcement Learning", ICLR 2021) evolves Boltzmann chromosomes
 (`boltzmann.py`) alongside its graph-network learners. Every generation each
 chromosome samples one placement, all samples are rectified and timed in one
-batch kernel call (`ga.repair_latency_batch`), and the next population keeps the
+batch kernel call (`placements.offer_repaired`), and the next population keeps the
 elite fraction unchanged and fills the rest by tournament selection, uniform
 crossover of whole tensor rows and multiplicative mutation (EGRL's published
 settings are the defaults). A chromosome's fitness is the latency of its
@@ -25,13 +25,11 @@ from typing import Callable
 
 import numpy as np
 
-from memplace.model import repair_latency_batch
-from memplace.solvers import Param, ParameterError, SearchContext, solve
-from memplace.solvers import register
+from memplace.solvers import Param, ParameterError, SearchContext, register, solve
 from memplace.solvers.static import boltzmann
 from memplace.solvers.static.heuristics import randomized_greedy
 from memplace.solvers.static.lp_relaxation import lp_round
-from memplace.solvers.static.placements import heuristic_starts, offer_valid
+from memplace.solvers.static.placements import heuristic_starts, offer_repaired
 
 EGRL_DEFAULTS = {
     "population": Param(40, int, 2, doc="chromosomes"),
@@ -41,15 +39,6 @@ EGRL_DEFAULTS = {
     "cxpb": Param(0.3, float, 0.0, 1.0, doc="crossover probability of a pair"),
     "mutpb": Param(0.85, float, 0.0, 1.0, doc="mutation probability of a chromosome")}
 Policy = Callable[[np.random.Generator], np.ndarray]
-
-
-def evaluate(ctx: SearchContext, placements: np.ndarray) -> np.ndarray:
-    """Rectify the rows in place, count them, offer the best; return the latencies."""
-    lat = repair_latency_batch(ctx.instance, placements)
-    ctx.count(placements.shape[0])
-    best = int(np.argmin(lat))
-    offer_valid(ctx, placements[best], float(lat[best]))
-    return lat
 
 
 def tournament(fitness: np.ndarray, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -92,12 +81,6 @@ def policy_seeds(ctx: SearchContext, lp_samples: int, greedy_samples: int, noise
     return seeds
 
 
-def stochastic_policies(ctx: SearchContext, noise: float) -> list[Policy]:
-    """The policies sampled afresh every generation: randomised greedy and LP rounding."""
-    inst = ctx.instance
-    return [lambda rng: randomized_greedy(inst, rng, noise), lambda rng: lp_round(inst, rng)]
-
-
 def run_registered(ctx: SearchContext, name: str, share: float) -> np.ndarray | None:
     """The placement of another registered solver run through `solve()` (its limit and
     validation) with `share` of the remaining time; its evaluations are counted here.
@@ -122,7 +105,7 @@ def run_ea(ctx: SearchContext, population: int, generations: int | None, elite: 
     priors, temps = boltzmann.random_chromosomes(rng, population, inst.n_tensors, inst.n_levels)
     if seeds:
         rows = np.array(seeds[:population], np.int64)
-        evaluate(ctx, rows)
+        offer_repaired(ctx, rows)
         for j, row in enumerate(rows):
             priors[j], temps[j] = boltzmann.from_placement(row, inst.n_levels,
                                                            temperature=seed_temperature)
@@ -133,7 +116,7 @@ def run_ea(ctx: SearchContext, population: int, generations: int | None, elite: 
         if inject and policies:
             fresh = np.array([policies[j % len(policies)](rng) for j in range(inject)], np.int64)
             samples = np.concatenate([samples, fresh])
-        lat = evaluate(ctx, samples)
+        lat = offer_repaired(ctx, samples)
         fitness = lat[:population].copy()
         if inject and policies:  # the fresh samples replace the weakest chromosomes
             weakest = np.argsort(fitness, kind="stable")[::-1][:inject]
@@ -181,9 +164,10 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int | None, e
     _need_budget("hybrid", generations, ctx)
     started = time.perf_counter()
     seeds = policy_seeds(ctx, lp_samples, greedy_samples, noise, dp_share)
-    ctx.notes["seeds"] = len(seeds)
-    ctx.notes["seed_s"] = round(time.perf_counter() - started, 3)
-    ctx.notes["lp_rounding"] = True
-    policies = stochastic_policies(ctx, noise)
+    ctx.notes.update(seeds=len(seeds), seed_s=round(time.perf_counter() - started, 3),
+                     lp_rounding=True)
+    inst = ctx.instance
+    # The policies sampled afresh every generation: randomised greedy and LP rounding.
+    policies = [lambda rng: randomized_greedy(inst, rng, noise), lambda rng: lp_round(inst, rng)]
     ctx.notes["generations"] = run_ea(ctx, population, generations, elite, tournament, cxpb,
                                       mutpb, seeds, policies, inject, seed_temperature)

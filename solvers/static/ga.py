@@ -32,9 +32,8 @@ from typing import Callable, Sequence
 import numpy as np
 from deap import base, creator, tools
 
-from memplace.model import repair_latency_batch
 from memplace.solvers import Param, ParameterError, SearchContext, register
-from memplace.solvers.static.placements import heuristic_starts, offer_valid
+from memplace.solvers.static.placements import heuristic_starts, offer_repaired
 
 # DEAP's creator classes live in its module namespace: made once, whoever imports first.
 if not hasattr(creator, "LatencyFitness"):
@@ -61,12 +60,9 @@ class BatchEvaluator:
         if not individuals:
             return []
         rows = np.stack([np.frombuffer(ind, np.int8) for ind in individuals]).astype(np.int64)
-        lat = repair_latency_batch(self.ctx.instance, rows)
-        self.ctx.count(len(individuals))
+        lat = offer_repaired(self.ctx, rows)
         for ind, row in zip(individuals, rows):
-            np.frombuffer(ind, np.int8)[:] = row  # Lamarckian: keep the repaired genes
-        best = int(np.argmin(lat))
-        offer_valid(self.ctx, rows[best], float(lat[best]))
+            genes(ind)[:] = row  # Lamarckian: keep the repaired genes
         return [(float(x),) for x in lat]
 
 
@@ -88,9 +84,7 @@ def cx_uniform(a: array.array, b: array.array, rng: np.random.Generator,
     """Swap each gene between the two parents with probability indpb."""
     ga_, gb = genes(a), genes(b)
     swap = rng.random(ga_.shape[0]) < indpb
-    tmp = ga_[swap].copy()
-    ga_[swap] = gb[swap]
-    gb[swap] = tmp
+    ga_[swap], gb[swap] = gb[swap], ga_[swap]
     return a, b
 
 

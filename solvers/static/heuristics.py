@@ -23,13 +23,12 @@ from numba import njit
 
 from memplace.model import Instance
 from memplace.model.static import kernels
-from memplace.model.static.load_tree import tree_range_add, tree_range_max
+from memplace.model.static.load_tree import empty_trees, tree_range_add, tree_range_max
 from memplace.model.packing.offset_index import index_add, index_fit, new_offset_index
 
 
 @njit(cache=True, nogil=True)
-def greedy_fill_kernel(order, size, start, end, capacity, addressed, alignment, n_ops,
-                       place, offsets):
+def greedy_fill_kernel(order, a, tree_max, tree_add, leaves, place, offsets):
     """Place tensors in `order`, each in the fastest level with room over its live
     range; unplaced tensors keep their level in `place` (the slowest, normally).
 
@@ -39,17 +38,10 @@ def greedy_fill_kernel(order, size, start, end, capacity, addressed, alignment, 
     among the tensors of the level sharing a live step (the offset index). Both take
     O(log n) plus what the index returns, so the fill is O(n log n) where scanning
     each live range step by step was O(n^2) with weights (live at every step)."""
-    n_levels = capacity.shape[0]
-    n_tensors = size.shape[0]
-    leaves = 1
-    while leaves < n_ops:
-        leaves *= 2
-    tree_max = np.zeros((n_levels, 2 * leaves), np.int64)
-    tree_add = np.zeros((n_levels, 2 * leaves), np.int64)
-    any_addressed = False
-    for l in range(n_levels):
-        if addressed[l]:
-            any_addressed = True
+    size, start, end, capacity = a.size, a.start, a.end, a.capacity
+    addressed, alignment = a.addressed, a.alignment
+    n_levels, n_tensors, n_ops = capacity.shape[0], size.shape[0], a.compute.shape[0]
+    any_addressed = addressed.any()
     ix = new_offset_index(n_levels if any_addressed else 0, n_ops,
                           n_tensors if any_addressed else 0, 0, n_ops - 1)
     for i in range(order.shape[0]):
@@ -76,8 +68,8 @@ def greedy_fill(inst: Instance, order: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """Placement and offsets (-1 off addressed levels) from the shared greedy fill."""
     place = inst.slowest_placement()
     offsets = np.full(inst.n_tensors, -1, np.int64)
-    greedy_fill_kernel(np.ascontiguousarray(order, np.int64), inst.size, inst.start, inst.end,
-                       inst.capacity, inst.addressed, inst.alignment, inst.n_ops, place, offsets)
+    greedy_fill_kernel(np.ascontiguousarray(order, np.int64), inst.arrays,
+                       *empty_trees(inst.n_levels, inst.n_ops), place, offsets)
     return place, offsets
 
 
@@ -115,7 +107,7 @@ def order_topological(inst: Instance) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _gains_to_fastest(place, a):
+def gains_to_fastest(place, a):
     """Latency saved by moving each tensor alone from `place` to level 0 (one compiled
     loop: a Python loop of kernel calls took 0.5 s at 10^5 tensors)."""
     gain = np.empty(a.tensor_ptr.shape[0] - 1)
@@ -125,7 +117,7 @@ def _gains_to_fastest(place, a):
 
 
 def order_benefit_density(inst: Instance) -> np.ndarray:
-    gain = _gains_to_fastest(inst.slowest_placement(), inst.arrays)
+    gain = gains_to_fastest(inst.slowest_placement(), inst.arrays)
     return _descending(gain / inst.size)
 
 

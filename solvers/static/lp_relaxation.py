@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from memplace.model import Instance, rectify
+from memplace.solvers.highs import new_highs
+from memplace.solvers.static.milp_highs import formulate, highs_model
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,6 @@ def relax(inst: Instance) -> LpRelaxation:
 
 
 def _solve_relaxation(inst: Instance) -> LpRelaxation:
-    from memplace.solvers.highs import new_highs
-    from memplace.solvers.static.milp_highs import formulate, highs_model
     form = formulate(inst)
     h = new_highs(threads=1, seed=0, time_limit=None)
     h.passModel(highs_model(form, relax=True))

@@ -32,6 +32,7 @@ import numpy as np
 
 from memplace.model import latency
 from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.static.milp_highs import formulate, run_highs
 from memplace.solvers.static.placements import best_start, offer_valid
 
 BACKENDS = ("auto", "pyomo", "highspy")
@@ -48,7 +49,6 @@ HIGHS_MARGIN_S = 0.1  # of the time limit left for extracting and packing the re
                   "log": Param(False, doc="print HiGHS's log")})
 def solve_milp(ctx: SearchContext, gap: float, threads: int, backend: str, pack_rounds: int,
                verify: bool, log: bool) -> None:
-    from memplace.solvers.static.milp_highs import formulate
     inst = ctx.instance
     packer = ctx.packer
     warm, warm_offsets = best_start(inst)
@@ -92,7 +92,6 @@ def _verify(ctx: SearchContext, form, gap: float, threads: int, log: bool,
     at a placement 0.04% above the optimum (a 15-tensor chain; without the start, or
     without presolve, it found the optimum). Optimality stands only if the lower
     bound still closes the gap."""
-    from memplace.solvers.static.milp_highs import run_highs
     ctx.proven_optimal = False  # until verified (the wrapper may stop us first)
     time_limit = ctx.remaining() - HIGHS_MARGIN_S
     if time_limit <= 0:
@@ -100,8 +99,7 @@ def _verify(ctx: SearchContext, form, gap: float, threads: int, log: bool,
     out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed + 1, time_limit=time_limit,
                     should_stop=ctx.should_stop, on_solution=lambda v: _offer_values(ctx, form, v),
                     log=log)
-    ctx.notes["verify_status"] = out.status
-    ctx.notes["verify_s"] = round(out.seconds, 3)
+    ctx.notes.update(verify_status=out.status, verify_s=round(out.seconds, 3))
     if out.values is not None:
         _offer_values(ctx, form, out.values)
     if out.status != "Optimal" or not abs(out.bound - bound) <= gap * abs(bound) + 1e-12 * abs(bound):
@@ -125,7 +123,6 @@ def _shrink_addressed(ctx: SearchContext, gap: float, threads: int, solve_model,
     """The capacity-optimal placement could not be packed as it is: solve again with
     the addressed levels' capacities shrunk (by 3% a round) and offer each packed
     result, until one packs unchanged. The bound stays the first solve's."""
-    from memplace.solvers.static.milp_highs import formulate
     inst = ctx.instance
     factor = 1.0
     for r in range(pack_rounds):
@@ -164,13 +161,10 @@ def _report_bound(ctx: SearchContext, bound: float, gap: float) -> None:
 
 
 def _solve_highspy(ctx, form, warm, gap, threads, time_limit, log):
-    from memplace.solvers.static.milp_highs import run_highs
-
     out = run_highs(form, gap=gap, threads=threads, seed=ctx.seed, time_limit=time_limit,
                     warm=form.columns(warm), should_stop=ctx.should_stop,
                     on_solution=lambda v: _offer_values(ctx, form, v), log=log)
-    ctx.notes["nodes"] = out.nodes
-    ctx.notes["highs_s"] = round(out.seconds, 3)
+    ctx.notes.update(nodes=out.nodes, highs_s=round(out.seconds, 3))
     return out.values, out.bound, out.status
 
 

@@ -53,8 +53,6 @@ class Formulation:
     var_tensor: np.ndarray  # tensor of each binary column
     var_level: np.ndarray  # level of each binary column
     var_index: np.ndarray  # (T, L-1) column of y[t, l], -1 when there is none
-    fixed: np.ndarray  # tensors fixed to the slowest level (no benefit anywhere else)
-    compute_ops: np.ndarray  # ops compute-bound whatever the placement
     memory_ops: np.ndarray  # ops memory-bound whatever the placement
     mixed_ops: np.ndarray  # ops with a time column
     base: np.ndarray  # seconds: memory time of each op with everything in the slowest level
@@ -70,7 +68,6 @@ class Formulation:
     a_start: np.ndarray  # column-wise sparse matrix
     a_index: np.ndarray
     a_value: np.ndarray
-    n_capacity_rows: int = 0
     stats: dict = field(default_factory=dict)
 
     @property
@@ -224,9 +221,7 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     load_col = np.full(L, -1, np.int64)
     load_col[load_levels] = n_time + np.arange(load_levels.size)  # bounds [0, 1]: weights fit
 
-    rows_i: list[np.ndarray] = []
-    cols_i: list[np.ndarray] = []
-    vals_i: list[np.ndarray] = []
+    entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, columns, values)
     row_lower: list[np.ndarray] = []
     row_upper: list[np.ndarray] = []
     n_rows = 0
@@ -238,9 +233,7 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     row_of_tensor = np.full(T, -1, np.int64)
     row_of_tensor[multi] = np.arange(multi.size)
     sel = row_of_tensor[var_tensor] >= 0
-    rows_i.append(row_of_tensor[var_tensor[sel]])
-    cols_i.append(np.flatnonzero(sel))
-    vals_i.append(np.ones(int(sel.sum())))
+    entries.append((row_of_tensor[var_tensor[sel]], np.flatnonzero(sel), np.ones(int(sel.sum()))))
     row_lower.append(np.full(multi.size, -np.inf))
     row_upper.append(np.ones(multi.size))
     n_rows += multi.size
@@ -262,12 +255,8 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     row_of_op = np.full(n, -1, np.int64)
     row_of_op[mixed_ops] = n_rows + np.arange(mixed_ops.size)
     is_mixed = row_of_op[op] >= 0
-    rows_i.append(row_of_op[op[is_mixed]])
-    cols_i.append(col[is_mixed])
-    vals_i.append(-coef[is_mixed])
-    rows_i.append(row_of_op[mixed_ops])
-    cols_i.append(nb + np.arange(mixed_ops.size))
-    vals_i.append(np.ones(mixed_ops.size))
+    entries.append((row_of_op[op[is_mixed]], col[is_mixed], -coef[is_mixed]))
+    entries.append((row_of_op[mixed_ops], nb + np.arange(mixed_ops.size), np.ones(mixed_ops.size)))
     row_lower.append(base[mixed_ops] * scale)
     row_upper.append(np.full(mixed_ops.size, np.inf))
     n_rows += mixed_ops.size
@@ -276,9 +265,9 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     for l in load_levels:
         cols_l = var_index[free_weights, l]
         ok = cols_l >= 0
-        rows_i.append(np.full(int(ok.sum()) + 1, n_rows, np.int64))
-        cols_i.append(np.concatenate([[load_col[l]], cols_l[ok]]))
-        vals_i.append(np.concatenate([[1.0], -inst.size[free_weights[ok]] / capacity[l]]))
+        entries.append((np.full(int(ok.sum()) + 1, n_rows, np.int64),
+                        np.concatenate([[load_col[l]], cols_l[ok]]),
+                        np.concatenate([[1.0], -inst.size[free_weights[ok]] / capacity[l]])))
         row_lower.append(np.array([0.0]))
         row_upper.append(np.array([np.inf]))
         n_rows += 1
@@ -302,17 +291,14 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
             if load_col[l] >= 0:
                 cols_r = np.concatenate([cols_r, [load_col[l]]])
                 vals_r = np.concatenate([vals_r, [1.0]])
-            rows_i.append(np.full(cols_r.size, n_rows, np.int64))
-            cols_i.append(cols_r)
-            vals_i.append(vals_r)
+            entries.append((np.full(cols_r.size, n_rows, np.int64), cols_r, vals_r))
             row_lower.append(np.array([-np.inf]))
             row_upper.append(np.array([1.0]))
             n_rows += 1
             n_cap += 1
 
-    rows = np.concatenate(rows_i).astype(np.int64)
-    cols = np.concatenate(cols_i).astype(np.int64)
-    vals = np.concatenate(vals_i).astype(np.float64)
+    rows, cols, vals = (np.concatenate(part) for part in zip(*entries))
+    rows, cols, vals = rows.astype(np.int64), cols.astype(np.int64), vals.astype(np.float64)
     order = np.lexsort((rows, cols))
     rows, cols, vals = rows[order], cols[order], vals[order]
     a_start = np.zeros(n_cols + 1, np.int64)
@@ -320,11 +306,10 @@ def formulate(inst: Instance, capacity: np.ndarray | None = None) -> Formulation
     stats = {"binaries": int(nb), "time_columns": int(mixed_ops.size), "rows": int(n_rows),
              "capacity_rows": int(n_cap), "cliques": len(cliques), "fixed_tensors": int(fixed.size),
              "nonzeros": int(vals.size)}
-    return Formulation(inst, capacity, scale, offset, var_tensor, var_level, var_index, fixed,
-                       compute_ops, memory_ops, mixed_ops, base, cliques, free_weights,
-                       load_levels, cost, col_lower,
+    return Formulation(inst, capacity, scale, offset, var_tensor, var_level, var_index, memory_ops,
+                       mixed_ops, base, cliques, free_weights, load_levels, cost, col_lower,
                        col_upper, integrality, np.concatenate(row_lower), np.concatenate(row_upper),
-                       a_start, rows, vals, n_cap, stats)
+                       a_start, rows, vals, stats)
 
 
 def highs_model(form: Formulation, relax: bool = False):
@@ -345,8 +330,7 @@ class HighsOutcome:
 
 def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
               time_limit: float | None, warm: np.ndarray | None = None,
-              should_stop=None, on_solution=None, log: bool = False,
-              options: dict | None = None) -> HighsOutcome:
+              should_stop=None, on_solution=None, log: bool = False) -> HighsOutcome:
     """Solve the MILP with highspy. `warm`: column values of a feasible start.
     `should_stop()` is polled by HiGHS; `on_solution(values)` sees each improving
     incumbent (column values of the original model)."""
@@ -357,8 +341,6 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
     # an op's time, which the rounded placement does not: tolerances far below `gap`.
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    for key, value in (options or {}).items():
-        h.setOptionValue(key, value)
     h.passModel(highs_model(form))
     if warm is not None:
         h.setSolution(_solution(warm))

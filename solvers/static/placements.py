@@ -1,6 +1,6 @@
 """Where static solvers start and how they hand a placement in: the one place that builds
-start placements (from the compiler heuristics of `heuristics.py`) and the one helper
-that offers a placement made valid.
+start placements (from the compiler heuristics of `heuristics.py`) and the helpers
+that offer placements made valid.
 """
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from memplace.model import Instance, capacity_ok, latency, rectify, rectify_capacity
+from memplace.model import (Instance, capacity_ok, latency, rectify, rectify_capacity,
+                            repair_latency_batch)
 from memplace.model.packing.packers import Packer
 from memplace.solvers import SearchContext
 from memplace.solvers.static.heuristics import (ORDERS, greedy_fill, heuristic_placements,
@@ -32,8 +33,7 @@ def best_start(inst: Instance) -> tuple[np.ndarray, np.ndarray | None]:
     """The lowest-latency heuristic placement with the offsets its greedy fill gave it on
     addressed levels (None without them): valid as it is, no packing needed."""
     if not inst.has_addressed_levels:
-        candidates = list(heuristic_placements(inst).values())
-        return min(candidates, key=lambda p: latency(inst, p)), None
+        return min(heuristic_placements(inst).values(), key=lambda p: latency(inst, p)), None
     options = [greedy_fill(inst, order(inst)) for order in ORDERS.values()]
     return min(options, key=lambda po: latency(inst, po[0]))
 
@@ -58,3 +58,13 @@ def offer_valid(ctx: SearchContext, place: np.ndarray, latency_s: float | None =
     fixed = rectify(inst, place, packer=packer)
     ctx.offer(fixed.placement, offsets=fixed.offsets)
     return fixed.placement
+
+
+def offer_repaired(ctx: SearchContext, placements: np.ndarray) -> np.ndarray:
+    """Rectify the rows of an int64[P, T] array in place (one kernel call), count them and
+    offer the best; return the latencies."""
+    lat = repair_latency_batch(ctx.instance, placements)
+    ctx.count(placements.shape[0])
+    best = int(np.argmin(lat))
+    offer_valid(ctx, placements[best], float(lat[best]))
+    return lat

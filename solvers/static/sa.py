@@ -53,12 +53,13 @@ import time
 
 import numpy as np
 
-from memplace.model import Instance, capacity_ok, latency, move_delta, rectify_capacity
+from memplace.model import Instance, capacity_ok, latency, rectify_capacity
+from memplace.model.static.load_tree import tree_leaves
 from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.static.heuristics import gains_to_fastest
 from memplace.solvers.static.placements import capacity_starts, offer_valid
 from memplace.solvers.static.sa_kernels import (anneal_kernel, anneal_penalty_kernel, build_state,
-                                         max_gain_kernel, polish_kernel, sample_uphill_kernel,
-                                         tree_leaves)
+                                                max_gain_kernel, polish_kernel, sample_uphill_kernel)
 
 MOVES_WITHOUT_LIMIT = 20_000_000  # total budget when neither `moves` nor a time limit is given
 UPHILL_SAMPLES = 2000
@@ -106,17 +107,16 @@ class Annealer:
     def run(self, n_moves: int, temperature: float, alpha: float, swap_fraction: float,
             seed: int, group_fraction: float = 0.0, group_max: int = 4) -> None:
         """n_moves moves from `temperature`, multiplied by `alpha` before each move."""
-        i = self.inst
         self.state[1] = temperature
         t = time.perf_counter()
         cpu = time.thread_time()
         if self.penalty:
             anneal_penalty_kernel(self.place, self.state, self.best_place, self.book, n_moves,
                                   alpha, swap_fraction, group_fraction, group_max, seed,
-                                  *self.lam, self.max_gain, self.stats, i.arrays)
+                                  *self.lam, self.max_gain, self.stats, self.inst.arrays)
         else:
             anneal_kernel(self.place, self.state, self.best_place, self.book, n_moves, alpha,
-                          swap_fraction, seed, self.stats, i.arrays)
+                          swap_fraction, seed, self.stats, self.inst.arrays)
         self.kernel_s += time.perf_counter() - t
         self.kernel_cpu_s += time.thread_time() - cpu
 
@@ -135,19 +135,16 @@ def polish(inst: Instance, placement: np.ndarray, max_passes: int = 50,
     """The placement after a local search over single moves and swaps (valid in, valid
     out; at most `max_pairs` swaps looked at), and its exact latency."""
     place = np.array(placement, np.int64, copy=True)
-    leaves = tree_leaves(inst.n_ops)
     threshold = 1e-12 * latency(inst, place)
-    polish_kernel(place, build_state(place, inst.arrays, leaves), threshold, max_passes,
-                  max_pairs, inst.arrays)
+    polish_kernel(place, build_state(place, inst.arrays, tree_leaves(inst.n_ops)), threshold,
+                  max_passes, max_pairs, inst.arrays)
     return place, latency(inst, place)
 
 
 def byte_value(inst: Instance) -> float:
     """Median latency saved per byte by moving one tensor from the slowest placement to
     the fastest level: the scale of the capacity penalty (seconds per overflowing byte)."""
-    slow = inst.slowest_placement()
-    gain = np.array([-move_delta(inst, slow, t, 0) for t in range(inst.n_tensors)])
-    density = gain / inst.size
+    density = gains_to_fastest(inst.slowest_placement(), inst.arrays) / inst.size
     positive = density[density > 0]
     return float(np.median(positive)) if positive.size else 1e-18
 

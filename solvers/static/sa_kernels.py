@@ -24,7 +24,6 @@ import numpy as np
 from numba import njit
 
 from memplace.model.static.kernels import move_delta_kernel
-from memplace.model.static.load_tree import tree_leaves  # noqa: F401  (re-exported for sa.py)
 from memplace.model.static.load_tree import tree_range_add as _tree_range_add
 
 
@@ -39,16 +38,20 @@ class Bookkeeping(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
-def shift_load(t, l, v, book, arrays):
-    """Add v bytes of tensor t's live range to level l's bookkeeping."""
+def move_load(t, a, b, book, arrays):
+    """Move tensor t's bytes over its live range from level a to level b in the bookkeeping."""
     weight_bytes, act_load, tree_max, tree_add, leaves = book
-    start, end, is_weight = arrays.start, arrays.end, arrays.is_weight
+    size, start, end, is_weight = arrays.size, arrays.start, arrays.end, arrays.is_weight
+    v = size[t]
     if is_weight[t]:
-        weight_bytes[l] += v
+        weight_bytes[a] -= v
+        weight_bytes[b] += v
     else:
         for k in range(start[t], end[t] + 1):
-            act_load[l, k] += v
-        _tree_range_add(tree_max, tree_add, leaves, l, start[t], end[t], v)
+            act_load[a, k] -= v
+            act_load[b, k] += v
+        _tree_range_add(tree_max, tree_add, leaves, a, start[t], end[t], -v)
+        _tree_range_add(tree_max, tree_add, leaves, b, start[t], end[t], v)
 
 
 @njit(cache=True, nogil=True)
@@ -151,11 +154,9 @@ def anneal_kernel(place, state_f, best_place, book, n_moves, alpha, swap_fractio
     one tensor to another level. `best_place` receives every placement better
     than the best latency. stats += [moves, infeasible, accepted, improved best].
     """
-    size, start, end = arrays.size, arrays.start, arrays.end
-    is_weight, capacity = arrays.is_weight, arrays.capacity
     np.random.seed(seed)
     n_tensors = place.shape[0]
-    n_levels = capacity.shape[0]
+    n_levels = arrays.capacity.shape[0]
     lat = state_f[0]
     temp = state_f[1]
     best = state_f[2]
@@ -196,12 +197,8 @@ def anneal_kernel(place, state_f, best_place, book, n_moves, alpha, swap_fractio
                 best_place[t1] = a
                 best_place[t2] = b
                 at_best = False
-            s1 = size[t1]
-            s2 = size[t2]
-            shift_load(t1, a, -s1, book, arrays)
-            shift_load(t2, b, -s2, book, arrays)
-            shift_load(t2, a, s2, book, arrays)
-            shift_load(t1, b, s1, book, arrays)
+            move_load(t1, a, b, book, arrays)
+            move_load(t2, b, a, book, arrays)
         else:
             t1 = np.random.randint(0, n_tensors)
             a = place[t1]
@@ -218,8 +215,7 @@ def anneal_kernel(place, state_f, best_place, book, n_moves, alpha, swap_fractio
                 best_place[:] = place
                 at_best = False
             place[t1] = b
-            shift_load(t1, a, -size[t1], book, arrays)
-            shift_load(t1, b, size[t1], book, arrays)
+            move_load(t1, a, b, book, arrays)
         accepted += 1
         lat += delta
         if lat < best:
@@ -234,11 +230,9 @@ def anneal_kernel(place, state_f, best_place, book, n_moves, alpha, swap_fractio
 def sample_uphill_kernel(place, n_samples, swap_fraction, seed, book, arrays):
     """Latency increases of up to `n_samples` random feasible moves from `place` (none
     applied; the bookkeeping is left as it was): the scale that sets the start temperature."""
-    size, start, end = arrays.size, arrays.start, arrays.end
-    is_weight, capacity = arrays.is_weight, arrays.capacity
     np.random.seed(seed)
     n_tensors = place.shape[0]
-    n_levels = capacity.shape[0]
+    n_levels = arrays.capacity.shape[0]
     out = np.empty(n_samples, np.float64)
     m = 0
     for _ in range(4 * n_samples):
@@ -287,7 +281,6 @@ def max_gain_kernel(access_time, tensor_ptr, tensor_access):
                 hi = max(hi, access_time[a, l])
             out[t] += hi - lo
     return out * (1.0 + 1e-9) + 1e-300
-
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -376,8 +369,7 @@ def anneal_penalty_kernel(place, state_f, best_place, book, n_moves, alpha, swap
     infeasible ground. `max_gain[t]` bounds the latency any move of t can save.
     stats += [moves, infeasible states, accepted, improved best].
     """
-    size, start, end = arrays.size, arrays.start, arrays.end
-    is_weight, capacity = arrays.is_weight, arrays.capacity
+    capacity = arrays.capacity
     np.random.seed(seed)
     lam = state_f[3]
     n_tensors = place.shape[0]
@@ -448,16 +440,12 @@ def anneal_penalty_kernel(place, state_f, best_place, book, n_moves, alpha, swap
         # without computing its latency change.
         threshold = -temp * math.log(1.0 - np.random.random())
         penalty = lam * d_over
+        continue_move = True
         if penalty > 0.0:
             bound = 0.0
             for i in range(m):
                 bound += max_gain[mt[i]]
-            if penalty - bound > threshold:
-                continue_move = False
-            else:
-                continue_move = True
-        else:
-            continue_move = True
+            continue_move = not (penalty - bound > threshold)
         delta = 0.0
         if continue_move:
             for i in range(m):
@@ -471,9 +459,7 @@ def anneal_penalty_kernel(place, state_f, best_place, book, n_moves, alpha, swap
                     best_place[mt[i]] = mfrom[i]
                 at_best = False
             for i in range(m):
-                t = mt[i]
-                shift_load(t, mfrom[i], -size[t], book, arrays)
-                shift_load(t, mto[i], size[t], book, arrays)
+                move_load(mt[i], mfrom[i], mto[i], book, arrays)
             over[a] = over_a
             over[b] = over_b
             total_over += d_over
@@ -507,10 +493,8 @@ def polish_kernel(place, book, threshold, max_passes, max_pairs, arrays):
     in index order, until a pass finds none (or `max_passes`; swaps are looked at up to
     `max_pairs` times in all, which bounds the time on large instances). Returns the
     latency change."""
-    size, start, end = arrays.size, arrays.start, arrays.end
-    is_weight, capacity = arrays.is_weight, arrays.capacity
     n_tensors = place.shape[0]
-    n_levels = capacity.shape[0]
+    n_levels = arrays.capacity.shape[0]
     total = 0.0
     pairs = 0
     for _pass in range(max_passes):
@@ -523,8 +507,7 @@ def polish_kernel(place, book, threshold, max_passes, max_pairs, arrays):
                 d = move_delta_kernel(place, t, b, arrays)
                 if d < -threshold:
                     place[t] = b
-                    shift_load(t, a, -size[t], book, arrays)
-                    shift_load(t, b, size[t], book, arrays)
+                    move_load(t, a, b, book, arrays)
                     total += d
                     improved = True
         for t1 in range(n_tensors):
@@ -544,10 +527,8 @@ def polish_kernel(place, book, threshold, max_passes, max_pairs, arrays):
                 d = d1 + move_delta_kernel(place, t2, a, arrays)
                 if d < -threshold:
                     place[t2] = a
-                    shift_load(t1, a, -size[t1], book, arrays)
-                    shift_load(t2, b, -size[t2], book, arrays)
-                    shift_load(t2, a, size[t2], book, arrays)
-                    shift_load(t1, b, size[t1], book, arrays)
+                    move_load(t1, a, b, book, arrays)
+                    move_load(t2, b, a, book, arrays)
                     total += d
                     improved = True
                 else:

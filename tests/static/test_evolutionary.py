@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memplace.model import Instance, latency, placement_errors, rectify, validate
+from memplace.model import (Instance, latency, placement_errors, rectify, repair_latency_batch,
+                            validate)
 from memplace.solvers import solve
 from memplace.solvers.static import boltzmann
-from memplace.solvers.static.ga import (BatchEvaluator, build_toolbox, make_individual, mut_swap,
-                                 repair_latency_batch)
+from memplace.solvers.static.ga import BatchEvaluator, build_toolbox, make_individual, mut_swap
 from memplace.solvers import SearchContext
 from randominst import random_instance_dict
 

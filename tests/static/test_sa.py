@@ -13,7 +13,8 @@ from memplace.model import (Instance, capacity_ok, latency, latency_batch, load_
                             placement_errors)
 from memplace.solvers import ParameterError, solve
 from memplace.solvers.static.sa import Annealer, byte_value, polish, start_temperature
-from memplace.solvers.static.sa_kernels import _tree_range_add, tree_leaves
+from memplace.model.static.load_tree import tree_leaves
+from memplace.solvers.static.sa_kernels import _tree_range_add
 from randominst import random_instance_dict
 
 FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
