@@ -36,6 +36,9 @@ from typing import Any
 import numpy as np
 
 from memplace.bench.store import is_ok, latest_by_key
+from memplace.model.core.errors import MemplaceError
+from memplace.model.core.problem import problem
+from memplace.model.core.search import DEFAULT_PROBLEM
 
 TARGETS = (1e-2, 1e-3)  # within 1% and 0.1% of the best known
 GAP_SHIFT = 1e-4  # shifted geometric mean of gaps: shift 0.01%
@@ -125,9 +128,6 @@ class Results:
         self.solvers = sorted({r["solver"] for r in self.records})
         self._instance_cache: dict[str, Any] = {}
         self._baseline: dict[tuple[str, str], float | None] = {}
-        from memplace.model.core.errors import MemplaceError
-        from memplace.model.core.problem import problem
-        from memplace.model.core.search import DEFAULT_PROBLEM
         names = sorted({r.get("problem", DEFAULT_PROBLEM) for r in self.records})
         if len(names) > 1:
             raise MemplaceError(f"a runs file holds one problem's runs; this one has {names}")
@@ -164,7 +164,6 @@ class Results:
         """The Instance of a name as recorded (None if it cannot be loaded any more)."""
         if name not in self._instance_cache:
             from memplace.instances import load
-            from memplace.model.core.errors import MemplaceError
             source = self.runs(name)[0]["instance_source"]
             try:
                 self._instance_cache[name] = load(source)
@@ -188,12 +187,6 @@ class Results:
                 self._baseline[key] = solve(self.instance(instance), solver, time_limit=None,
                                             problem=self.problem).latency
         return self._baseline[key]
-
-    def slowest(self, instance: str) -> float | None:
-        return self.baseline(instance, "slowest")
-
-    def compiler(self, instance: str) -> float | None:
-        return self.baseline(instance, "compiler")
 
     # ------------------------------------------------------------------ what the file says
     def tied_instances(self, rtol: float = 1e-9) -> list[str]:
@@ -224,18 +217,11 @@ class Results:
         """{latency, status, wall_s} of `milp` on the static problem of the instance
         (cached on disk when the results have a folder); None if the instance is gone."""
         if self._static_optimum is None:
-            self._static_optimum = _read_cache(self.cache_folder)
+            self._static_optimum = read_static_optima(self.cache_folder)
         inst = self.instance(instance)
         if inst is None:
             return None
-        from memplace.model.core.problem import problem
-        sha = problem("static").fingerprint(inst)
-        entry = self._static_optimum.get(instance)
-        if entry is None or entry.get("sha256") != sha:
-            entry = solve_static_optimum(inst) | {"sha256": sha}
-            self._static_optimum[instance] = entry
-            _write_cache(self.cache_folder, self._static_optimum)
-        return entry
+        return cached_static_optimum(instance, inst, self._static_optimum, self.cache_folder)
 
     # ------------------------------------------------------------------ comparisons
     def cell(self, instance: str, solver: str) -> Cell:
@@ -245,7 +231,7 @@ class Results:
         best = min(lats) if lats else None
         known = self.best_known(instance)
         bound = self.best_bound(instance)
-        compiler, slowest = self.compiler(instance), self.slowest(instance)
+        compiler, slowest = self.baseline(instance, "compiler"), self.baseline(instance, "slowest")
         time_to, evals_to = {}, {}
         for eps in TARGETS:
             reached = [reach(r, known * (1 + eps)) for r in runs] if known is not None else []
@@ -296,7 +282,21 @@ def solve_static_optimum(inst) -> dict[str, Any]:
             "solver": STATIC_OPTIMUM_SOLVER, "time_limit": STATIC_OPTIMUM_LIMIT_S}
 
 
-def _read_cache(folder: Path | None) -> dict[str, dict[str, Any]]:
+def cached_static_optimum(name: str, inst, cache: dict[str, dict[str, Any]],
+                          folder: Path | None) -> dict[str, Any]:
+    """The static optimum of instance `name` from `cache`, solved (and the cache written
+    to `folder`) when it is missing or the instance's fingerprint changed."""
+    sha = inst.fingerprint()  # the static problem's fingerprint
+    entry = cache.get(name)
+    if entry is None or entry.get("sha256") != sha:
+        entry = solve_static_optimum(inst) | {"sha256": sha}
+        cache[name] = entry
+        _write_cache(folder, cache)
+    return entry
+
+
+def read_static_optima(folder: Path | None) -> dict[str, dict[str, Any]]:
+    """The static optimum cache in `folder` ({} when there is none or it is unreadable)."""
     path = None if folder is None else folder / STATIC_OPTIMUM_FILE
     if path is None or not path.is_file():
         return {}
