@@ -35,11 +35,15 @@ def _pyplot():
 
 
 def _save(fig, folder: Path, stem: str) -> list[Path]:
+    """The figure as PNG and SVG (no date or software in either: same runs, same bytes),
+    then closed."""
+    import matplotlib.pyplot as plt
     paths = []
     for suffix, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
         path = folder / f"{stem}.{suffix}"
         fig.savefig(path, dpi=120, bbox_inches="tight", metadata=metadata)
         paths.append(path)
+    plt.close(fig)
     return paths
 
 
@@ -113,9 +117,7 @@ def convergence(results: Results, folder: Path, axis: int) -> list[Path]:
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.legend(list(lines.values()), list(lines), loc="lower center",
                ncol=min(6, max(1, len(lines))), fontsize=8, frameon=False)
-    paths = _save(fig, folder, f"convergence_{label}")
-    plt.close(fig)
-    return paths
+    return _save(fig, folder, f"convergence_{label}")
 
 
 def profile_ratios(results: Results) -> dict[str, list[float]]:
@@ -157,9 +159,7 @@ def performance_profile(results: Results, folder: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    paths = _save(fig, folder, "performance_profile")
-    plt.close(fig)
-    return paths
+    return _save(fig, folder, "performance_profile")
 
 
 def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
@@ -203,9 +203,7 @@ def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
     bottom.legend(fontsize=7, loc="upper right", title="tensors in", title_fontsize=7)
     bottom.grid(alpha=0.3)
     fig.tight_layout()
-    paths = _save(fig, folder, f"placement_{safe_stem(instance)}")
-    plt.close(fig)
-    return paths
+    return _save(fig, folder, f"placement_{safe_stem(instance)}")
 
 
 def _window_bars(ax, inst: Any, windows, colors) -> None:
