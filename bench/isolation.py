@@ -51,17 +51,13 @@ _running_lock = threading.Lock()
 _forkserver_lock = threading.Lock()
 
 
-def worker_env() -> dict[str, str]:
-    return {**os.environ, **WORKER_ENV}
-
-
 def run_in_subprocess(task: Task) -> dict[str, Any]:
     """Run one task (a `Task`) in a fresh interpreter; always returns a record."""
     began = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "memplace.bench.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                env=worker_env(), start_new_session=True)
+                                env={**os.environ, **WORKER_ENV}, start_new_session=True)
         _track(proc.pid, proc)
         try:
             out, _ = proc.communicate(json.dumps(task.to_dict()).encode("utf-8"), timeout=_wait(task))

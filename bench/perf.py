@@ -145,7 +145,6 @@ def measure(inst: Instance, population: int = 1024, moves: int = 1_000_000, seed
 # ---------------------------------------------------------------------------
 # Scaling: how each step grows with the instance, on the synthetic generator.
 
-SCALING_SIZES = (1_000, 10_000, 100_000)
 SCALING_HARDWARE = "nnpi"
 # compiler = xla-msa; random-greedy is timed with RANDOM_GREEDY_SAMPLES fills (each
 # costs one xla-msa fill), the others are one fill each.
@@ -174,12 +173,11 @@ def _synthetic_file(n_ops: int, folder: Path) -> Path:
     generator, as `memplace instances export` writes it), written once into `folder`."""
     import json
     from memplace.instances import build_instance
+    from memplace.model.core.files import write_atomically
     path = folder / f"synth-{n_ops}@{SCALING_HARDWARE}.json"
     if not path.exists():
-        data = build_instance(f"synth-{n_ops}", SCALING_HARDWARE)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
+        write_atomically(path, json.dumps(build_instance(f"synth-{n_ops}", SCALING_HARDWARE)),
+                         "instance file")
     return path
 
 

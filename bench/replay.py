@@ -18,7 +18,6 @@ from memplace.model.core.problem import problem
 from memplace.model.core.search import DEFAULT_PROBLEM
 
 
-
 def record_problem(record: dict[str, Any]):
     """The problem a record was solved as (records written before problems existed: static)."""
     return problem(record.get("problem", DEFAULT_PROBLEM))

@@ -175,11 +175,8 @@ class RunStore:
         self.folder = Path(folder)
         self.path = self.folder / RUNS_FILE
 
-    def exists(self) -> bool:
-        return self.path.is_file() and self.path.stat().st_size > 0
-
     def records(self) -> list[dict[str, Any]]:
-        return read_runs(self.path) if self.exists() else []
+        return read_runs(self.path) if self.path.is_file() else []  # an empty file reads as []
 
     def append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")

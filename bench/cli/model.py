@@ -159,8 +159,7 @@ def warmup_command() -> None:
     """Compile every Numba kernel once (cached on disk for later commands)."""
     from memplace.model.core.numba_cache import cache_dir
     seconds = warmup()
-    from memplace.solvers import registry
-    from memplace.solvers import warm_solvers
+    from memplace.solvers import registry, warm_solvers
     solvers = warm_solvers()
     click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
                f"(of {len(registry())}); Numba cache: {cache_dir()}")

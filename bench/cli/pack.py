@@ -7,7 +7,6 @@ every buffer (which proves nothing).
 from __future__ import annotations
 
 import os
-
 import sys
 import time
 from pathlib import Path
@@ -101,10 +100,6 @@ def _minimalloc_set(bench_dir: str) -> list[tuple[str, str, list, int, float | N
     return out
 
 
-def _heldout_set() -> list[tuple[str, str, list, int, float | None]]:
-    return [("heldout", g.name, g.buffers, g.capacity, None) for g in heldout_set()]
-
-
 @click.command("pack-bench")
 @click.option("--set", "which", type=click.Choice(["minimalloc", "heldout", "all"]),
               default="minimalloc", show_default=True,
@@ -128,13 +123,11 @@ def pack_bench_command(which: str, bench_dir: str, method: str, time_limit: floa
 
     Each packing is re-checked by `check_packing`; a wrong one shows as INVALID.
     """
-    if time_limit <= 0:
-        raise MemplaceError(f"--time-limit {time_limit} must be positive")
     rows = []
     if which in ("minimalloc", "all"):
         rows += _minimalloc_set(bench_dir)
     if which in ("heldout", "all"):
-        rows += _heldout_set()
+        rows += [("heldout", g.name, g.buffers, g.capacity, None) for g in heldout_set()]
     # the first call pays for loading (or compiling) the numba kernels; time it apart
     start = time.perf_counter()
     from memplace.model.packing.packers import Buffer
@@ -147,7 +140,7 @@ def pack_bench_command(which: str, bench_dir: str, method: str, time_limit: floa
                f"{'MiniMalloc s':>12}")
     for set_name, name, buffers, capacity, ref in rows:
         times, result, bound = [], None, None
-        for _ in range(max(1, repeat)):
+        for _ in range(repeat):
             if minimize_:
                 with search_workers(workers):
                     result, bound = minimize(buffers, time_limit=time_limit, capacity=capacity)
