@@ -109,9 +109,7 @@ def run_forked(task: Task) -> dict[str, Any]:
             tail = fh.read()[-STDERR_TAIL:].strip()
     finally:
         os.unlink(log_path)
-    code = proc.exitcode
-    if data and code not in (0, None):
-        code = 0  # the record is in; how the process ended after that does not matter
+    code = 0 if data else proc.exitcode  # with the record in, how it ended does not matter
     return classify(task, code, timed_out, data, tail, time.perf_counter() - began)
 
 

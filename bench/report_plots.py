@@ -123,17 +123,16 @@ def convergence(results: Results, folder: Path, axis: int) -> list[Path]:
 def profile_ratios(results: Results) -> dict[str, list[float]]:
     """Per solver, over the instances it ran on: its mean latency over seeds divided by
     the best solver's on that instance (inf where it has no result)."""
-    means = {}
-    for instance in results.instances:
-        for solver in results.solvers:
-            lats = [r["latency"] for r in results.ok_runs(instance, solver)]
-            means[instance, solver] = float(np.mean(lats)) if lats else math.inf
     ratios: dict[str, list[float]] = {s: [] for s in results.solvers}
     for instance in results.instances:
-        ran = [s for s in results.solvers if results.runs(instance, s)]
-        best = min(means[instance, s] for s in ran)
-        for s in ran:
-            ratios[s].append(means[instance, s] / best if math.isfinite(best) else math.inf)
+        means = {}
+        for s in results.solvers:
+            if results.runs(instance, s):
+                lats = [r["latency"] for r in results.ok_runs(instance, s)]
+                means[s] = float(np.mean(lats)) if lats else math.inf
+        best = min(means.values())
+        for s, mean in means.items():
+            ratios[s].append(mean / best if math.isfinite(best) else math.inf)
     return ratios
 
 

@@ -39,14 +39,6 @@ class Row:
     valid: bool
     errors: list[str]
 
-    @property
-    def speedup_compiler(self) -> float:
-        return self.compiler / self.msa
-
-    @property
-    def speedup_static_optimum(self) -> float:
-        return self.static_optimum / self.msa
-
     def problems(self) -> list[str]:
         """Why the row breaks a rule msa must keep ([] = none)."""
         out = [f"{self.instance}: invalid: {e}" for e in self.errors[:3]]
@@ -98,7 +90,7 @@ def residency_table(rows: list[Row]) -> Table:
                Column("evictions", "evictions", COUNT), Column("waits", "waits", COUNT),
                Column("fallback", "fallback", str), Column("msa s", "msa_seconds", SECONDS)]
     body = [[r.instance, r.bound, r.slowest, r.compiler, r.static_optimum, r.static_status,
-             r.msa, r.speedup_compiler, r.speedup_static_optimum, r.windows, r.prefetches,
+             r.msa, r.compiler / r.msa, r.static_optimum / r.msa, r.windows, r.prefetches,
              r.evictions, r.waits, "yes" if r.fallback else "no", r.msa_s] for r in rows]
     caption = ("msa (XLA's memory-space assignment, residency problem) per instance: the "
                "model's lower bound (the best of the trivial bounds), the latency of all "
@@ -108,8 +100,3 @@ def residency_table(rows: list[Row]) -> Table:
                "for a copy; 'fallback': the compiler placement was faster than XLA's assignment "
                "and was returned; msa's wall time (one run, static baselines included).")
     return Table("residency_msa", caption, columns, body)
-
-
-def write_residency_table(rows: list[Row], folder: Path) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    return residency_table(rows).write(folder)

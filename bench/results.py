@@ -274,24 +274,25 @@ class Results:
         return [self.summary(s) for s in self.solvers]
 
 
-def solve_static_optimum(inst) -> dict[str, Any]:
-    """The static problem's optimum of an instance as `milp` finds it within the limit."""
-    from memplace.solvers import solve
-    result = solve(inst, STATIC_OPTIMUM_SOLVER, time_limit=STATIC_OPTIMUM_LIMIT_S, problem="static")
-    return {"latency": result.latency, "status": result.status, "wall_s": result.wall_s,
-            "solver": STATIC_OPTIMUM_SOLVER, "time_limit": STATIC_OPTIMUM_LIMIT_S}
-
-
 def cached_static_optimum(name: str, inst, cache: dict[str, dict[str, Any]],
                           folder: Path | None) -> dict[str, Any]:
-    """The static optimum of instance `name` from `cache`, solved (and the cache written
-    to `folder`) when it is missing or the instance's fingerprint changed."""
+    """The static problem's optimum of instance `name` as `milp` finds it within the limit:
+    from `cache`, or solved (and the cache written to `folder`) when it is missing or the
+    instance's fingerprint changed."""
     sha = inst.fingerprint()  # the static problem's fingerprint
     entry = cache.get(name)
     if entry is None or entry.get("sha256") != sha:
-        entry = solve_static_optimum(inst) | {"sha256": sha}
+        from memplace.solvers import solve
+        result = solve(inst, STATIC_OPTIMUM_SOLVER, time_limit=STATIC_OPTIMUM_LIMIT_S,
+                       problem="static")
+        entry = {"latency": result.latency, "status": result.status, "wall_s": result.wall_s,
+                 "solver": STATIC_OPTIMUM_SOLVER, "time_limit": STATIC_OPTIMUM_LIMIT_S,
+                 "sha256": sha}
         cache[name] = entry
-        _write_cache(folder, cache)
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / STATIC_OPTIMUM_FILE).write_text(
+                json.dumps(cache, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return entry
 
 
@@ -305,11 +306,3 @@ def read_static_optima(folder: Path | None) -> dict[str, dict[str, Any]]:
     except (OSError, ValueError):
         return {}  # a cache: recomputed when unreadable
     return data if isinstance(data, dict) else {}
-
-
-def _write_cache(folder: Path | None, data: dict[str, dict[str, Any]]) -> None:
-    if folder is None:
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / STATIC_OPTIMUM_FILE).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n",
-                                              encoding="utf-8")
