@@ -65,8 +65,7 @@ def best_so_far(trace: list[list[float]], axis: int, grid: np.ndarray) -> np.nda
 
 def _grid(results: Results, axis: int) -> np.ndarray:
     values = [p[axis] for r in results.records if is_ok(r) for p in r["trace"]]
-    positive = [v for v in values if v > 0]
-    low = min(positive) if positive else 1e-3
+    low = min((v for v in values if v > 0), default=1e-3)
     high = max(values + [low * 10])
     return np.concatenate([[0.0], np.geomspace(low, high, GRID_POINTS)])
 

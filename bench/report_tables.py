@@ -97,8 +97,7 @@ def _pct(eps: float) -> str:
     return f"{eps * 100:g}%"
 
 
-RESIDENCY_NOTES = (("windows", "windows"), ("prefetches", "prefetches"),
-                   ("evictions", "evictions"), ("waits", "waits"))
+RESIDENCY_NOTES = ("windows", "prefetches", "evictions", "waits")  # of the best run, as noted
 
 
 def instance_table(results: Results) -> Table:
@@ -110,7 +109,7 @@ def instance_table(results: Results) -> Table:
                Column("gap to bound (%)", "gap_to_bound", PERCENT)]
     if results.is_residency:
         columns.append(Column("vs static optimum", "speedup_vs_static_optimum", RATIO))
-        columns += [Column(title, f"best_run_{key}", COUNT) for key, title in RESIDENCY_NOTES]
+        columns += [Column(key, f"best_run_{key}", COUNT) for key in RESIDENCY_NOTES]
     for eps in TARGETS:
         columns.append(Column(f"s to {_pct(eps)}", f"seconds_to_{eps:g}", SECONDS))
         columns.append(Column(f"evals to {_pct(eps)}", f"evaluations_to_{eps:g}", COUNT))
@@ -120,7 +119,7 @@ def instance_table(results: Results) -> Table:
                c.speedup_slowest, c.gap_bound]
         if results.is_residency:
             row.append(c.speedup_static_optimum)
-            row += [c.notes.get(key) for key, _ in RESIDENCY_NOTES]
+            row += [c.notes.get(key) for key in RESIDENCY_NOTES]
         for eps in TARGETS:
             row += [c.time_to[eps], c.evals_to[eps]]
         rows.append(row)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,8 +149,7 @@ class Results:
         return [r for r in self.runs(instance, solver) if is_ok(r)]
 
     def best_known(self, instance: str) -> float | None:
-        lats = [r["latency"] for r in self.ok_runs(instance)]
-        return min(lats) if lats else None
+        return min((r["latency"] for r in self.ok_runs(instance)), default=None)
 
     def best_record(self, instance: str) -> dict[str, Any] | None:
         runs = self.ok_runs(instance)
@@ -207,11 +207,7 @@ class Results:
     def code_versions(self) -> dict[str, int]:
         """Which code produced the runs: 'commit <sha>[ (dirty)]' (or 'package <version>'
         outside a git checkout, 'unrecorded' for records older than this field) -> runs."""
-        counts: dict[str, int] = {}
-        for r in self.records:
-            label = code_label(r.get("code"))
-            counts[label] = counts.get(label, 0) + 1
-        return dict(sorted(counts.items()))
+        return dict(sorted(Counter(code_label(r.get("code")) for r in self.records).items()))
 
     def static_optimum(self, instance: str) -> dict[str, Any] | None:
         """{latency, status, wall_s} of `milp` on the static problem of the instance

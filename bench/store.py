@@ -162,10 +162,7 @@ def _record_problem(record: Any) -> str | None:
 
 def latest_by_key(records: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """The last record of every run key, in order of first appearance."""
-    out: dict[tuple, dict[str, Any]] = {}
-    for record in records:
-        out[record_key(record)] = record
-    return out
+    return {record_key(record): record for record in records}  # a later one replaces, in place
 
 
 class RunStore:
