@@ -26,6 +26,7 @@ them); `kill_running` ends those still running.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import multiprocessing.forkserver
@@ -91,10 +92,8 @@ def run_forked(task: Task) -> dict[str, Any]:
         try:
             data, timed_out = "", False
             if receive.poll(_wait(task)):  # a record, or the end of the pipe if it died
-                try:
+                with contextlib.suppress(EOFError):
                     data = receive.recv_bytes().decode("utf-8")
-                except EOFError:
-                    pass
             else:
                 _kill_group(proc.pid)
                 timed_out = True

@@ -182,8 +182,8 @@ def _synthetic_file(n_ops: int, folder: Path) -> Path:
 
 
 def scaling_row(n_ops: int, folder: Path, sa_moves: int = SA_MOVES) -> ScalingRow:
-    """Seconds of every scaling column on synth-{n_ops}@nnpi (warm: call `scaling_warmup`
-    first so that no column includes Numba compile time)."""
+    """Seconds of every scaling column on synth-{n_ops}@nnpi (warm: run one on a
+    small instance first, so that no column includes Numba compile time)."""
     from memplace.instances import load
     from memplace.solvers import solve
     from memplace.solvers.scaling import anneal_seconds, milp_build_seconds
@@ -201,12 +201,6 @@ def scaling_row(n_ops: int, folder: Path, sa_moves: int = SA_MOVES) -> ScalingRo
     seconds[columns[-2]] = anneal_seconds(inst, sa_moves)
     seconds[columns[-1]] = milp_build_seconds(inst)
     return ScalingRow(inst.n_ops, inst.n_tensors, seconds)
-
-
-def scaling_warmup(folder: Path) -> None:
-    """Run every column once on a small instance: compiles (or loads from Numba's cache)
-    every kernel the table times, so that the figures are warm."""
-    scaling_row(100, folder, sa_moves=1000)
 
 
 def scaling_table(rows: list[ScalingRow], sa_moves: int = SA_MOVES) -> str:

@@ -20,7 +20,7 @@ from numba import njit
 
 from memplace.bench.perf import best_of, c_library
 from memplace.model import Instance
-from memplace.model.residency import Simulation, Window, reference, valid_from
+from memplace.model.residency import Simulation, Window, reference, simulate_batch, valid_from
 from memplace.model.residency import encoding, kernels
 
 C_SOURCE = r"""
@@ -283,7 +283,6 @@ def measure(inst: Instance, changes: int = 2000, K: int = 2, seed: int = 0,
     plain = place.tolist()
     python_ref = _best_of(lambda: reference.simulate(i.data, plain, windows), 2)
     encode_s = _best_of(lambda: encoding.encode(i, place, windows), repeats)
-    from memplace.model.residency import simulate_batch
     sets = [windows] * 32
     simulate_batch(i, place, sets[:1])
     batch = _best_of(lambda: simulate_batch(i, place, sets), repeats) / len(sets)

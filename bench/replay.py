@@ -44,11 +44,8 @@ def recheck(records: list[dict[str, Any]]) -> tuple[int, list[Finding]]:
         if not is_ok(record):
             continue
         checked += 1
-        inst = _instance(record, instances)
-        if isinstance(inst, str):
-            findings.append(Finding(line, record, inst))
-            continue
-        problem = _problem(inst, record)
+        inst = _instance(record, instances)  # or why it cannot be loaded
+        problem = inst if isinstance(inst, str) else _problem(inst, record)
         if problem:
             findings.append(Finding(line, record, problem))
     return checked, findings

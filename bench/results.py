@@ -257,8 +257,7 @@ class Results:
             ok = [r for r in mine if is_ok(r)]
             if ok and known is not None:
                 wins += math.isclose(min(r["latency"] for r in ok), known, rel_tol=1e-9)
-            for r in ok:
-                gaps.append(relative_gap(r["latency"], known))
+            gaps += [relative_gap(r["latency"], known) for r in ok]
             for r in mine:
                 seconds = reach(r, known * (1 + TARGETS[0]))[0] if known is not None else math.inf
                 times.append(min(seconds, r["time_limit"]))

@@ -16,6 +16,7 @@ limits:
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -34,14 +35,11 @@ from memplace.bench.task import Task
 def machine() -> dict[str, Any]:
     """Where a run ran: hostname, CPU model, cores, Python version."""
     cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
     return {"hostname": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(),
             "python": platform.python_version()}
 

@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from memplace.bench.cli.values import JOBS
-from memplace.model.core.errors import MemplaceError
 
 
 class Progress:

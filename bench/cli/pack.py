@@ -18,7 +18,8 @@ from memplace.model.core.errors import MemplaceError
 from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
 from memplace.model.packing.exact import search_workers
 from memplace.model.packing.generate import generate, heldout_set, write_csv
-from memplace.model.packing.packers import PACKERS, check_packing, minimize, pack, peak_live_size
+from memplace.model.packing.packers import (PACKERS, Buffer, check_packing, minimize, pack,
+                                            peak_live_size)
 
 EXIT_INFEASIBLE = 1
 EXIT_TIMEOUT = 3
@@ -51,7 +52,6 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
     if capacity is None and not minimize_:
         raise MemplaceError("--capacity is required (or use --minimize)")
     data = read_buffers(input_csv)
-    n = len(data.buffers)
     if minimize_:
         with search_workers(workers):
             result, lower = minimize(data.buffers, time_limit=time_limit, capacity=capacity)
@@ -60,7 +60,7 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
         result = pack(data.buffers, capacity, method=method, time_limit=time_limit,
                       workers=workers)
         bound = f"peak live size {peak_live_size(data.buffers)}"
-    where = f"{n} buffers" + (f" at capacity {capacity}" if capacity is not None else "")
+    where = f"{len(data.buffers)} buffers" + (f" at capacity {capacity}" if capacity is not None else "")
     timing = f"{result.wall_s:.3f} s ({result.method}, {result.nodes} nodes)"
     if result.status == "packed":
         problems = check_packing(data.buffers, result.offsets,
@@ -130,7 +130,6 @@ def pack_bench_command(which: str, bench_dir: str, method: str, time_limit: floa
         rows += [("heldout", g.name, g.buffers, g.capacity, None) for g in heldout_set()]
     # the first call pays for loading (or compiling) the numba kernels; time it apart
     start = time.perf_counter()
-    from memplace.model.packing.packers import Buffer
     pack([Buffer("a", 0, 2, 1), Buffer("b", 1, 3, 1), Buffer("c", 0, 3, 1, 2)], 3, method="exact-search")
     pack([Buffer("a", 0, 2, 1)], 1, method=method)
     click.echo(f"kernel load/compile: {time.perf_counter() - start:.2f} s")
