@@ -47,10 +47,6 @@ def _save(fig, folder: Path, stem: str) -> list[Path]:
     return paths
 
 
-def safe_stem(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9@._-]+", "_", name)
-
-
 def best_so_far(trace: list[list[float]], axis: int, grid: np.ndarray) -> np.ndarray:
     """The trace's best latency at each grid value of `axis` (0 seconds, 1 evaluations);
     nan before its first point."""
@@ -201,7 +197,8 @@ def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
     bottom.legend(fontsize=7, loc="upper right", title="tensors in", title_fontsize=7)
     bottom.grid(alpha=0.3)
     fig.tight_layout()
-    return _save(fig, folder, f"placement_{safe_stem(instance)}")
+    stem = re.sub(r"[^A-Za-z0-9@._-]+", "_", instance)  # a safe file name
+    return _save(fig, folder, f"placement_{stem}")
 
 
 def _window_bars(ax, inst: Any, windows, colors) -> None:
