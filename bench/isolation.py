@@ -26,6 +26,7 @@ them); `kill_running` ends those still running.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import multiprocessing.forkserver
@@ -51,17 +52,13 @@ _running_lock = threading.Lock()
 _forkserver_lock = threading.Lock()
 
 
-def worker_env() -> dict[str, str]:
-    return {**os.environ, **WORKER_ENV}
-
-
 def run_in_subprocess(task: Task) -> dict[str, Any]:
     """Run one task (a `Task`) in a fresh interpreter; always returns a record."""
     began = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "memplace.bench.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                env=worker_env(), start_new_session=True)
+                                env={**os.environ, **WORKER_ENV}, start_new_session=True)
         _track(proc.pid, proc)
         try:
             out, _ = proc.communicate(json.dumps(task.to_dict()).encode("utf-8"), timeout=_wait(task))
@@ -95,10 +92,8 @@ def run_forked(task: Task) -> dict[str, Any]:
         try:
             data, timed_out = "", False
             if receive.poll(_wait(task)):  # a record, or the end of the pipe if it died
-                try:
+                with contextlib.suppress(EOFError):
                     data = receive.recv_bytes().decode("utf-8")
-                except EOFError:
-                    pass
             else:
                 _kill_group(proc.pid)
                 timed_out = True
@@ -113,9 +108,7 @@ def run_forked(task: Task) -> dict[str, Any]:
             tail = fh.read()[-STDERR_TAIL:].strip()
     finally:
         os.unlink(log_path)
-    code = proc.exitcode
-    if data and code not in (0, None):
-        code = 0  # the record is in; how the process ended after that does not matter
+    code = 0 if data else proc.exitcode  # with the record in, how it ended does not matter
     return classify(task, code, timed_out, data, tail, time.perf_counter() - began)
 
 

@@ -145,7 +145,6 @@ def measure(inst: Instance, population: int = 1024, moves: int = 1_000_000, seed
 # ---------------------------------------------------------------------------
 # Scaling: how each step grows with the instance, on the synthetic generator.
 
-SCALING_SIZES = (1_000, 10_000, 100_000)
 SCALING_HARDWARE = "nnpi"
 # compiler = xla-msa; random-greedy is timed with RANDOM_GREEDY_SAMPLES fills (each
 # costs one xla-msa fill), the others are one fill each.
@@ -174,18 +173,17 @@ def _synthetic_file(n_ops: int, folder: Path) -> Path:
     generator, as `memplace instances export` writes it), written once into `folder`."""
     import json
     from memplace.instances import build_instance
+    from memplace.model.core.files import write_atomically
     path = folder / f"synth-{n_ops}@{SCALING_HARDWARE}.json"
     if not path.exists():
-        data = build_instance(f"synth-{n_ops}", SCALING_HARDWARE)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
+        write_atomically(path, json.dumps(build_instance(f"synth-{n_ops}", SCALING_HARDWARE)),
+                         "instance file")
     return path
 
 
 def scaling_row(n_ops: int, folder: Path, sa_moves: int = SA_MOVES) -> ScalingRow:
-    """Seconds of every scaling column on synth-{n_ops}@nnpi (warm: call `scaling_warmup`
-    first so that no column includes Numba compile time)."""
+    """Seconds of every scaling column on synth-{n_ops}@nnpi (warm: run one on a
+    small instance first, so that no column includes Numba compile time)."""
     from memplace.instances import load
     from memplace.solvers import solve
     from memplace.solvers.scaling import anneal_seconds, milp_build_seconds
@@ -203,12 +201,6 @@ def scaling_row(n_ops: int, folder: Path, sa_moves: int = SA_MOVES) -> ScalingRo
     seconds[columns[-2]] = anneal_seconds(inst, sa_moves)
     seconds[columns[-1]] = milp_build_seconds(inst)
     return ScalingRow(inst.n_ops, inst.n_tensors, seconds)
-
-
-def scaling_warmup(folder: Path) -> None:
-    """Run every column once on a small instance: compiles (or loads from Numba's cache)
-    every kernel the table times, so that the figures are warm."""
-    scaling_row(100, folder, sa_moves=1000)
 
 
 def scaling_table(rows: list[ScalingRow], sa_moves: int = SA_MOVES) -> str:

@@ -20,7 +20,7 @@ from numba import njit
 
 from memplace.bench.perf import best_of, c_library
 from memplace.model import Instance
-from memplace.model.residency import ResidencySolution, Simulation, Window, reference, valid_from
+from memplace.model.residency import Simulation, Window, reference, simulate_batch, valid_from
 from memplace.model.residency import encoding, kernels
 
 C_SOURCE = r"""
@@ -214,12 +214,7 @@ def _changes(incremental, sim, enc, state, ck, scratch, K, place, tensor_ptr, te
         else:
             kernels.change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slots[j],
                                   old[j], new[j])
-            state.clock[0] = 0.0
-            state.head[:] = 0
-            state.tail[:] = 0
-            state.left[:] = 0.0
-            out[j] = kernels.run_kernel(sim, enc, state, 0, 1 << 40, ck, False, -1, ck, shift, 0.0,
-                                        state.no_times, state.no_times, state.no_done)
+            out[j] = _repeat(1, sim, enc, state, ck, shift)
         kernels.change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slots[j],
                               new[j], old[j])
     return out
@@ -253,24 +248,17 @@ def _best_of(fn, repeats: int) -> float:
     return best_of(fn, repeats, time.thread_time)
 
 
-def _c_library() -> ctypes.CDLL | None:
-    lib = c_library(C_SOURCE, "residency", ("-ffp-contract=off",))
-    if lib is not None:
-        lib.simulate.restype = ctypes.c_double
-    return lib
-
-
 def _c_ns(inst: Instance, enc: encoding.Enc, reps: int, repeats: int, expected: float) -> float | None:
-    lib = _c_library()
+    lib = c_library(C_SOURCE, "residency", ("-ffp-contract=off",))
     if lib is None or 2 * inst.n_levels > 64:
         return None
+    lib.simulate.restype = ctypes.c_double
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
     i64 = ctypes.c_int64
     args = (i64(inst.n_ops), i64(inst.n_levels), ptr(inst.compute), ptr(inst.op_ptr),
             ptr(inst.access_time), ptr(enc.serve), ptr(inst.copy_bandwidth), ptr(enc.c_issue),
             ptr(enc.c_due), ptr(enc.c_size), ptr(enc.q_copy), ptr(enc.q_len), i64(enc.q_copy.shape[1]),
-            ptr(enc.due_count),
-            ptr(enc.due_q))
+            ptr(enc.due_count), ptr(enc.due_q))
     got = lib.simulate(*args, i64(1))
     if not np.isclose(got, expected, rtol=1e-12, atol=0):
         raise RuntimeError(f"the C yardstick ({got!r}) disagrees with the Numba kernel ({expected!r})")
@@ -284,7 +272,6 @@ def measure(inst: Instance, changes: int = 2000, K: int = 2, seed: int = 0,
     rng = np.random.default_rng(seed)
     place = i.slowest_placement()
     windows = every_access_windows(i, place)
-    sol = ResidencySolution(i.name, place, None, tuple(windows))
     enc = encoding.encode(i, place, windows)
     sim, state = encoding.sim_of(i), encoding.initial_state(i)
     ck = encoding.no_checkpoints(i)
@@ -296,7 +283,6 @@ def measure(inst: Instance, changes: int = 2000, K: int = 2, seed: int = 0,
     plain = place.tolist()
     python_ref = _best_of(lambda: reference.simulate(i.data, plain, windows), 2)
     encode_s = _best_of(lambda: encoding.encode(i, place, windows), repeats)
-    from memplace.model.residency import simulate_batch
     sets = [windows] * 32
     simulate_batch(i, place, sets[:1])
     batch = _best_of(lambda: simulate_batch(i, place, sets), repeats) / len(sets)

@@ -148,11 +148,12 @@ def _expand(path: Path, text: str, data: dict[str, Any]) -> Plan:
     if stray:
         raise PlanError(f"one_seed: solver {stray[0]!r} is not among the plan's solvers")
 
+    from memplace.solvers import solver_info
     instances = [(source, *fingerprint(source, prob)) for source in sources]
     tasks = []
     for source, name, sha in instances:
         for solver in solver_names:
-            single = solver in one_seed or is_deterministic(solver, prob)
+            single = solver in one_seed or solver_info(solver, prob).deterministic
             for seed in (seeds[:1] if single else seeds):
                 tasks.append(Task(name, source, sha, solver, params[solver], int(seed),
                                   time_limit, margin, memory, modules, prob))
@@ -240,12 +241,6 @@ def _solver_params(table: Any, solvers: list[str],
         if not isinstance(values, dict):
             raise PlanError(f"[params.{name}] must be a table of parameter = value")
     return {name: solver_info(name, problem_name).check(table.get(name, {})) for name in solvers}
-
-
-def is_deterministic(solver: str, problem_name: str = DEFAULT_PROBLEM) -> bool:
-    """Whether a solver's result ignores the seed (see the module docstring)."""
-    from memplace.solvers import solver_info
-    return solver_info(solver, problem_name).deterministic
 
 
 # ---------------------------------------------------------------------- extra solver modules

@@ -18,7 +18,6 @@ from memplace.model.core.problem import problem
 from memplace.model.core.search import DEFAULT_PROBLEM
 
 
-
 def record_problem(record: dict[str, Any]):
     """The problem a record was solved as (records written before problems existed: static)."""
     return problem(record.get("problem", DEFAULT_PROBLEM))
@@ -45,11 +44,8 @@ def recheck(records: list[dict[str, Any]]) -> tuple[int, list[Finding]]:
         if not is_ok(record):
             continue
         checked += 1
-        inst = _instance(record, instances)
-        if isinstance(inst, str):
-            findings.append(Finding(line, record, inst))
-            continue
-        problem = _problem(inst, record)
+        inst = _instance(record, instances)  # or why it cannot be loaded
+        problem = inst if isinstance(inst, str) else _problem(inst, record)
         if problem:
             findings.append(Finding(line, record, problem))
     return checked, findings

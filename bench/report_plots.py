@@ -35,16 +35,16 @@ def _pyplot():
 
 
 def _save(fig, folder: Path, stem: str) -> list[Path]:
+    """The figure as PNG and SVG (no date or software in either: same runs, same bytes),
+    then closed."""
+    import matplotlib.pyplot as plt
     paths = []
     for suffix, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
         path = folder / f"{stem}.{suffix}"
         fig.savefig(path, dpi=120, bbox_inches="tight", metadata=metadata)
         paths.append(path)
+    plt.close(fig)
     return paths
-
-
-def safe_stem(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9@._-]+", "_", name)
 
 
 def best_so_far(trace: list[list[float]], axis: int, grid: np.ndarray) -> np.ndarray:
@@ -61,8 +61,7 @@ def best_so_far(trace: list[list[float]], axis: int, grid: np.ndarray) -> np.nda
 
 def _grid(results: Results, axis: int) -> np.ndarray:
     values = [p[axis] for r in results.records if is_ok(r) for p in r["trace"]]
-    positive = [v for v in values if v > 0]
-    low = min(positive) if positive else 1e-3
+    low = min((v for v in values if v > 0), default=1e-3)
     high = max(values + [low * 10])
     return np.concatenate([[0.0], np.geomspace(low, high, GRID_POINTS)])
 
@@ -113,25 +112,22 @@ def convergence(results: Results, folder: Path, axis: int) -> list[Path]:
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.legend(list(lines.values()), list(lines), loc="lower center",
                ncol=min(6, max(1, len(lines))), fontsize=8, frameon=False)
-    paths = _save(fig, folder, f"convergence_{label}")
-    plt.close(fig)
-    return paths
+    return _save(fig, folder, f"convergence_{label}")
 
 
 def profile_ratios(results: Results) -> dict[str, list[float]]:
     """Per solver, over the instances it ran on: its mean latency over seeds divided by
     the best solver's on that instance (inf where it has no result)."""
-    means = {}
-    for instance in results.instances:
-        for solver in results.solvers:
-            lats = [r["latency"] for r in results.ok_runs(instance, solver)]
-            means[instance, solver] = float(np.mean(lats)) if lats else math.inf
     ratios: dict[str, list[float]] = {s: [] for s in results.solvers}
     for instance in results.instances:
-        ran = [s for s in results.solvers if results.runs(instance, s)]
-        best = min(means[instance, s] for s in ran)
-        for s in ran:
-            ratios[s].append(means[instance, s] / best if math.isfinite(best) else math.inf)
+        means = {}
+        for s in results.solvers:
+            if results.runs(instance, s):
+                lats = [r["latency"] for r in results.ok_runs(instance, s)]
+                means[s] = float(np.mean(lats)) if lats else math.inf
+        best = min(means.values())
+        for s, mean in means.items():
+            ratios[s].append(mean / best if math.isfinite(best) else math.inf)
     return ratios
 
 
@@ -157,9 +153,7 @@ def performance_profile(results: Results, folder: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    paths = _save(fig, folder, "performance_profile")
-    plt.close(fig)
-    return paths
+    return _save(fig, folder, "performance_profile")
 
 
 def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
@@ -203,9 +197,8 @@ def placement_plot(results: Results, folder: Path, instance: str) -> list[Path]:
     bottom.legend(fontsize=7, loc="upper right", title="tensors in", title_fontsize=7)
     bottom.grid(alpha=0.3)
     fig.tight_layout()
-    paths = _save(fig, folder, f"placement_{safe_stem(instance)}")
-    plt.close(fig)
-    return paths
+    stem = re.sub(r"[^A-Za-z0-9@._-]+", "_", instance)  # a safe file name
+    return _save(fig, folder, f"placement_{stem}")
 
 
 def _window_bars(ax, inst: Any, windows, colors) -> None:

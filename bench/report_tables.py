@@ -27,10 +27,6 @@ def _num(fmt: str, scale: float = 1.0, unit: str = "") -> Format:
     return render
 
 
-def _text(value: Any) -> str:
-    return str(value)
-
-
 US = _num(".3f", 1e6)
 RATIO = _num(".3f", unit="x")
 PERCENT = _num(".3f", 100.0)
@@ -101,20 +97,19 @@ def _pct(eps: float) -> str:
     return f"{eps * 100:g}%"
 
 
-RESIDENCY_NOTES = (("windows", "windows"), ("prefetches", "prefetches"),
-                   ("evictions", "evictions"), ("waits", "waits"))
+RESIDENCY_NOTES = ("windows", "prefetches", "evictions", "waits")  # of the best run, as noted
 
 
 def instance_table(results: Results) -> Table:
-    columns = [Column("instance", "instance", _text), Column("solver", "solver", _text),
-               Column("runs", "runs", _text), Column("failed", "failed", _text),
+    columns = [Column("instance", "instance", str), Column("solver", "solver", str),
+               Column("runs", "runs", str), Column("failed", "failed", str),
                Column("best (µs)", "best_latency_s", US), Column("mean (µs)", "mean_latency_s", US),
                Column("vs compiler", "speedup_vs_compiler", RATIO),
                Column("vs slowest", "speedup_vs_slowest", RATIO),
                Column("gap to bound (%)", "gap_to_bound", PERCENT)]
     if results.is_residency:
         columns.append(Column("vs static optimum", "speedup_vs_static_optimum", RATIO))
-        columns += [Column(title, f"best_run_{key}", COUNT) for key, title in RESIDENCY_NOTES]
+        columns += [Column(key, f"best_run_{key}", COUNT) for key in RESIDENCY_NOTES]
     for eps in TARGETS:
         columns.append(Column(f"s to {_pct(eps)}", f"seconds_to_{eps:g}", SECONDS))
         columns.append(Column(f"evals to {_pct(eps)}", f"evaluations_to_{eps:g}", COUNT))
@@ -124,7 +119,7 @@ def instance_table(results: Results) -> Table:
                c.speedup_slowest, c.gap_bound]
         if results.is_residency:
             row.append(c.speedup_static_optimum)
-            row += [c.notes.get(key) for key, _ in RESIDENCY_NOTES]
+            row += [c.notes.get(key) for key in RESIDENCY_NOTES]
         for eps in TARGETS:
             row += [c.time_to[eps], c.evals_to[eps]]
         rows.append(row)
@@ -155,9 +150,9 @@ def provenance_note(results: Results) -> str:
 
 
 def solver_table(results: Results) -> Table:
-    columns = [Column("solver", "solver", _text), Column("instances", "instances", _text),
-               Column("runs", "runs", _text), Column("failed", "failed", _text),
-               Column("wins", "wins", _text),
+    columns = [Column("solver", "solver", str), Column("instances", "instances", str),
+               Column("runs", "runs", str), Column("failed", "failed", str),
+               Column("wins", "wins", str),
                Column("sgm gap to best (%)", "sgm_gap_to_best", PERCENT),
                Column(f"sgm s to {_pct(TARGETS[0])}", f"sgm_seconds_to_{TARGETS[0]:g}", SECONDS)]
     rows = [[s.solver, s.instances, s.runs, s.failed, s.wins, s.sgm_gap, s.sgm_time]
@@ -175,9 +170,9 @@ def headline_table(results: Results) -> Table:
     optimum and all-slowest, and its gap to the best proven lower bound; a last row with
     the geometric means of the speedups."""
     base = results.problem.baselines
-    columns = [Column("instance", "instance", _text), Column("ops", "ops", _text),
+    columns = [Column("instance", "instance", str), Column("ops", "ops", str),
                Column(f"{base['compiler']} (µs)", "baseline_latency_s", US),
-               Column("best (µs)", "best_latency_s", US), Column("best solver", "solver", _text),
+               Column("best (µs)", "best_latency_s", US), Column("best solver", "solver", str),
                Column(f"vs {base['compiler']}", "speedup_vs_compiler", RATIO),
                Column("vs static optimum", "speedup_vs_static_optimum", RATIO),
                Column(f"vs {base['slowest']}", "speedup_vs_slowest", RATIO),
@@ -190,7 +185,7 @@ def headline_table(results: Results) -> Table:
         if record is None or inst is None:
             continue
         c = results.cell(instance, record["solver"])  # the best solver's cell: its best is the best
-        rows.append([instance, inst.n_ops, results.compiler(instance), c.best, c.solver,
+        rows.append([instance, inst.n_ops, results.baseline(instance, "compiler"), c.best, c.solver,
                      c.speedup_compiler, c.speedup_static_optimum, c.speedup_slowest,
                      results.best_bound(instance), c.gap_bound])
     if rows:

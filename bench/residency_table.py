@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from memplace.bench.report_tables import COUNT, RATIO, SECONDS, US, Column, Table, _text
-from memplace.bench.results import (STATIC_OPTIMUM_FILE, STATIC_OPTIMUM_LIMIT_S, _read_cache,
-                                    _write_cache, solve_static_optimum)
+from memplace.bench.report_tables import COUNT, RATIO, SECONDS, US, Column, Table
+from memplace.bench.results import STATIC_OPTIMUM_LIMIT_S, cached_static_optimum, read_static_optima
 from memplace.model import Instance, latency
 
 
@@ -39,14 +38,6 @@ class Row:
     msa_s: float
     valid: bool
     errors: list[str]
-
-    @property
-    def speedup_compiler(self) -> float:
-        return self.compiler / self.msa
-
-    @property
-    def speedup_static_optimum(self) -> float:
-        return self.static_optimum / self.msa
 
     def problems(self) -> list[str]:
         """Why the row breaks a rule msa must keep ([] = none)."""
@@ -73,24 +64,12 @@ def measure(instance: Instance, static_optimum: dict[str, Any], **params: Any) -
                check.ok, check.errors)
 
 
-def static_optimum(instance: Instance, cache: dict[str, dict[str, Any]], folder: Path | None
-                   ) -> dict[str, Any]:
-    """The cached static optimum of an instance (recomputed when its fingerprint changed)."""
-    sha = instance.fingerprint()
-    entry = cache.get(instance.name)
-    if entry is None or entry.get("sha256") != sha:
-        entry = solve_static_optimum(instance) | {"sha256": sha}
-        cache[instance.name] = entry
-        _write_cache(folder, cache)
-    return entry
-
-
 def residency_rows(instances: list[Instance], folder: Path | None,
                    progress: Callable[[Row], None] | None = None, **params: Any) -> list[Row]:
-    cache = _read_cache(folder)
+    cache = read_static_optima(folder)
     rows = []
     for inst in instances:
-        row = measure(inst, static_optimum(inst, cache, folder), **params)
+        row = measure(inst, cached_static_optimum(inst.name, inst, cache, folder), **params)
         rows.append(row)
         if progress is not None:
             progress(row)
@@ -98,20 +77,20 @@ def residency_rows(instances: list[Instance], folder: Path | None,
 
 
 def residency_table(rows: list[Row]) -> Table:
-    columns = [Column("instance", "instance", _text),
+    columns = [Column("instance", "instance", str),
                Column("lower bound (µs)", "lower_bound_s", US),
                Column("all-slowest (µs)", "slowest_latency_s", US),
                Column("compiler (µs)", "compiler_latency_s", US),
                Column("static optimum (µs)", "static_optimum_latency_s", US),
-               Column("opt. status", "static_optimum_status", _text),
+               Column("opt. status", "static_optimum_status", str),
                Column("msa (µs)", "msa_latency_s", US),
                Column("msa vs compiler", "msa_speedup_vs_compiler", RATIO),
                Column("msa vs static optimum", "msa_speedup_vs_static_optimum", RATIO),
                Column("windows", "windows", COUNT), Column("prefetches", "prefetches", COUNT),
                Column("evictions", "evictions", COUNT), Column("waits", "waits", COUNT),
-               Column("fallback", "fallback", _text), Column("msa s", "msa_seconds", SECONDS)]
+               Column("fallback", "fallback", str), Column("msa s", "msa_seconds", SECONDS)]
     body = [[r.instance, r.bound, r.slowest, r.compiler, r.static_optimum, r.static_status,
-             r.msa, r.speedup_compiler, r.speedup_static_optimum, r.windows, r.prefetches,
+             r.msa, r.compiler / r.msa, r.static_optimum / r.msa, r.windows, r.prefetches,
              r.evictions, r.waits, "yes" if r.fallback else "no", r.msa_s] for r in rows]
     caption = ("msa (XLA's memory-space assignment, residency problem) per instance: the "
                "model's lower bound (the best of the trivial bounds), the latency of all "
@@ -121,12 +100,3 @@ def residency_table(rows: list[Row]) -> Table:
                "for a copy; 'fallback': the compiler placement was faster than XLA's assignment "
                "and was returned; msa's wall time (one run, static baselines included).")
     return Table("residency_msa", caption, columns, body)
-
-
-def write_residency_table(rows: list[Row], folder: Path) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    return residency_table(rows).write(folder)
-
-
-__all__ = ["Row", "measure", "residency_rows", "residency_table",
-           "write_residency_table", "STATIC_OPTIMUM_FILE"]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ from typing import Any
 import numpy as np
 
 from memplace.bench.store import is_ok, latest_by_key
+from memplace.model.core.errors import MemplaceError
+from memplace.model.core.problem import problem
+from memplace.model.core.search import DEFAULT_PROBLEM
 
 TARGETS = (1e-2, 1e-3)  # within 1% and 0.1% of the best known
 GAP_SHIFT = 1e-4  # shifted geometric mean of gaps: shift 0.01%
@@ -125,9 +129,6 @@ class Results:
         self.solvers = sorted({r["solver"] for r in self.records})
         self._instance_cache: dict[str, Any] = {}
         self._baseline: dict[tuple[str, str], float | None] = {}
-        from memplace.model.core.errors import MemplaceError
-        from memplace.model.core.problem import problem
-        from memplace.model.core.search import DEFAULT_PROBLEM
         names = sorted({r.get("problem", DEFAULT_PROBLEM) for r in self.records})
         if len(names) > 1:
             raise MemplaceError(f"a runs file holds one problem's runs; this one has {names}")
@@ -148,8 +149,7 @@ class Results:
         return [r for r in self.runs(instance, solver) if is_ok(r)]
 
     def best_known(self, instance: str) -> float | None:
-        lats = [r["latency"] for r in self.ok_runs(instance)]
-        return min(lats) if lats else None
+        return min((r["latency"] for r in self.ok_runs(instance)), default=None)
 
     def best_record(self, instance: str) -> dict[str, Any] | None:
         runs = self.ok_runs(instance)
@@ -164,7 +164,6 @@ class Results:
         """The Instance of a name as recorded (None if it cannot be loaded any more)."""
         if name not in self._instance_cache:
             from memplace.instances import load
-            from memplace.model.core.errors import MemplaceError
             source = self.runs(name)[0]["instance_source"]
             try:
                 self._instance_cache[name] = load(source)
@@ -189,12 +188,6 @@ class Results:
                                             problem=self.problem).latency
         return self._baseline[key]
 
-    def slowest(self, instance: str) -> float | None:
-        return self.baseline(instance, "slowest")
-
-    def compiler(self, instance: str) -> float | None:
-        return self.baseline(instance, "compiler")
-
     # ------------------------------------------------------------------ what the file says
     def tied_instances(self, rtol: float = 1e-9) -> list[str]:
         """Instances on which every solver with a result reaches the same best latency
@@ -214,28 +207,17 @@ class Results:
     def code_versions(self) -> dict[str, int]:
         """Which code produced the runs: 'commit <sha>[ (dirty)]' (or 'package <version>'
         outside a git checkout, 'unrecorded' for records older than this field) -> runs."""
-        counts: dict[str, int] = {}
-        for r in self.records:
-            label = code_label(r.get("code"))
-            counts[label] = counts.get(label, 0) + 1
-        return dict(sorted(counts.items()))
+        return dict(sorted(Counter(code_label(r.get("code")) for r in self.records).items()))
 
     def static_optimum(self, instance: str) -> dict[str, Any] | None:
         """{latency, status, wall_s} of `milp` on the static problem of the instance
         (cached on disk when the results have a folder); None if the instance is gone."""
         if self._static_optimum is None:
-            self._static_optimum = _read_cache(self.cache_folder)
+            self._static_optimum = read_static_optima(self.cache_folder)
         inst = self.instance(instance)
         if inst is None:
             return None
-        from memplace.model.core.problem import problem
-        sha = problem("static").fingerprint(inst)
-        entry = self._static_optimum.get(instance)
-        if entry is None or entry.get("sha256") != sha:
-            entry = solve_static_optimum(inst) | {"sha256": sha}
-            self._static_optimum[instance] = entry
-            _write_cache(self.cache_folder, self._static_optimum)
-        return entry
+        return cached_static_optimum(instance, inst, self._static_optimum, self.cache_folder)
 
     # ------------------------------------------------------------------ comparisons
     def cell(self, instance: str, solver: str) -> Cell:
@@ -245,7 +227,7 @@ class Results:
         best = min(lats) if lats else None
         known = self.best_known(instance)
         bound = self.best_bound(instance)
-        compiler, slowest = self.compiler(instance), self.slowest(instance)
+        compiler, slowest = self.baseline(instance, "compiler"), self.baseline(instance, "slowest")
         time_to, evals_to = {}, {}
         for eps in TARGETS:
             reached = [reach(r, known * (1 + eps)) for r in runs] if known is not None else []
@@ -275,8 +257,7 @@ class Results:
             ok = [r for r in mine if is_ok(r)]
             if ok and known is not None:
                 wins += math.isclose(min(r["latency"] for r in ok), known, rel_tol=1e-9)
-            for r in ok:
-                gaps.append(relative_gap(r["latency"], known))
+            gaps += [relative_gap(r["latency"], known) for r in ok]
             for r in mine:
                 seconds = reach(r, known * (1 + TARGETS[0]))[0] if known is not None else math.inf
                 times.append(min(seconds, r["time_limit"]))
@@ -288,15 +269,30 @@ class Results:
         return [self.summary(s) for s in self.solvers]
 
 
-def solve_static_optimum(inst) -> dict[str, Any]:
-    """The static problem's optimum of an instance as `milp` finds it within the limit."""
-    from memplace.solvers import solve
-    result = solve(inst, STATIC_OPTIMUM_SOLVER, time_limit=STATIC_OPTIMUM_LIMIT_S, problem="static")
-    return {"latency": result.latency, "status": result.status, "wall_s": result.wall_s,
-            "solver": STATIC_OPTIMUM_SOLVER, "time_limit": STATIC_OPTIMUM_LIMIT_S}
+def cached_static_optimum(name: str, inst, cache: dict[str, dict[str, Any]],
+                          folder: Path | None) -> dict[str, Any]:
+    """The static problem's optimum of instance `name` as `milp` finds it within the limit:
+    from `cache`, or solved (and the cache written to `folder`) when it is missing or the
+    instance's fingerprint changed."""
+    sha = inst.fingerprint()  # the static problem's fingerprint
+    entry = cache.get(name)
+    if entry is None or entry.get("sha256") != sha:
+        from memplace.solvers import solve
+        result = solve(inst, STATIC_OPTIMUM_SOLVER, time_limit=STATIC_OPTIMUM_LIMIT_S,
+                       problem="static")
+        entry = {"latency": result.latency, "status": result.status, "wall_s": result.wall_s,
+                 "solver": STATIC_OPTIMUM_SOLVER, "time_limit": STATIC_OPTIMUM_LIMIT_S,
+                 "sha256": sha}
+        cache[name] = entry
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / STATIC_OPTIMUM_FILE).write_text(
+                json.dumps(cache, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return entry
 
 
-def _read_cache(folder: Path | None) -> dict[str, dict[str, Any]]:
+def read_static_optima(folder: Path | None) -> dict[str, dict[str, Any]]:
+    """The static optimum cache in `folder` ({} when there is none or it is unreadable)."""
     path = None if folder is None else folder / STATIC_OPTIMUM_FILE
     if path is None or not path.is_file():
         return {}
@@ -305,11 +301,3 @@ def _read_cache(folder: Path | None) -> dict[str, dict[str, Any]]:
     except (OSError, ValueError):
         return {}  # a cache: recomputed when unreadable
     return data if isinstance(data, dict) else {}
-
-
-def _write_cache(folder: Path | None, data: dict[str, dict[str, Any]]) -> None:
-    if folder is None:
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / STATIC_OPTIMUM_FILE).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n",
-                                              encoding="utf-8")

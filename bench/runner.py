@@ -12,7 +12,7 @@ from memplace.bench.isolation import kill_running, run_forked, run_in_subprocess
 from memplace.bench.plan import Plan
 from memplace.bench.task import Task
 from memplace.bench.store import RunStore, is_ok, latest_by_key, record_key
-from memplace.bench.worker import failure_record
+from memplace.bench.worker import failure_record, load_kernels
 from memplace.model.core.errors import MemplaceError
 
 
@@ -43,13 +43,9 @@ def dask_results(tasks: list[Task], address: str, jobs: int,
     except ImportError:
         raise MemplaceError("--dask needs the optional 'distributed' package: "
                             "pip install 'memplace[dask]'") from None
-    cluster = None
-    if address == "local":
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
-    else:
-        client = Client(address)
+    cluster = (LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                            dashboard_address=None) if address == "local" else None)
+    client = Client(address if cluster is None else cluster)
     try:
         futures = client.map(run, tasks, pure=False)
         task_of = {future.key: task for future, task in zip(futures, tasks)}
@@ -96,19 +92,6 @@ def pending(plan: Plan, store: RunStore, resume: bool, retry_failed: bool) -> Ba
     return Batch(todo, done, failed)
 
 
-def warm_up(plan: Plan) -> None:
-    """Compile every kernel the plan's built-in solvers use, once, in this process, so
-    the workers find them in the disk cache."""
-    from memplace.bench.plan import builtin_solvers
-    from memplace.model import warmup
-    from memplace.solvers import warm_solvers
-    warmup()
-    builtin = set(builtin_solvers()) if plan.problem == "static" else set()
-    names = [name for name in plan.solvers if name in builtin]
-    if names:  # (an empty list would mean every registered solver)
-        warm_solvers(names)
-
-
 def run_batch(plan: Plan, batch: Batch, store: RunStore, jobs: int, dask: str | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Run the batch's tasks, appending each record to the store as it comes in."""
@@ -116,7 +99,7 @@ def run_batch(plan: Plan, batch: Batch, store: RunStore, jobs: int, dask: str | 
         return []
     store.folder.mkdir(parents=True, exist_ok=True)
     (store.folder / "plan.toml").write_text(plan.text, encoding="utf-8")
-    warm_up(plan)
+    load_kernels(plan.solvers if plan.problem == "static" else [])  # workers find them cached
     expected = {task.key for task in batch.todo}
     results = (dask_results(batch.todo, dask, jobs) if dask
                else local_results(batch.todo, jobs))

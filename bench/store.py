@@ -162,10 +162,7 @@ def _record_problem(record: Any) -> str | None:
 
 def latest_by_key(records: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """The last record of every run key, in order of first appearance."""
-    out: dict[tuple, dict[str, Any]] = {}
-    for record in records:
-        out[record_key(record)] = record
-    return out
+    return {record_key(record): record for record in records}  # a later one replaces, in place
 
 
 class RunStore:
@@ -175,11 +172,8 @@ class RunStore:
         self.folder = Path(folder)
         self.path = self.folder / RUNS_FILE
 
-    def exists(self) -> bool:
-        return self.path.is_file() and self.path.stat().st_size > 0
-
     def records(self) -> list[dict[str, Any]]:
-        return read_runs(self.path) if self.exists() else []
+        return read_runs(self.path) if self.path.is_file() else []  # an empty file reads as []
 
     def append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")

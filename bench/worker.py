@@ -16,6 +16,7 @@ limits:
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -27,32 +28,20 @@ import time
 import traceback
 from typing import Any
 
-from memplace.bench.provenance import code_version
+from memplace.bench.provenance import code_version, package_version
 from memplace.bench.task import Task
 
 
 def machine() -> dict[str, Any]:
     """Where a run ran: hostname, CPU model, cores, Python version."""
     cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
     return {"hostname": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(),
             "python": platform.python_version()}
-
-
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as package_version
-    try:
-        return package_version("memplace")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def failure_record(task: Task, status: str, error: str, wall_s: float,
@@ -61,7 +50,7 @@ def failure_record(task: Task, status: str, error: str, wall_s: float,
     return base_record(task) | {
         "status": status, "latency": None, "lower_bound": None, "wall_s": wall_s,
         "evaluations": None, "trace": [], "placement": None, "offsets": None, "notes": {},
-        "error": error, "version": version(), "code": code_version(),
+        "error": error, "version": package_version(), "code": code_version(),
         "machine": where or machine()}
 
 
@@ -80,7 +69,7 @@ def result_record(task: Task, inst, result) -> dict[str, Any]:
         "evaluations": int(result.evaluations),
         "trace": [[float(s), int(e), float(lat)] for s, e, lat in result.trace],
         **result.problem.to_record(inst, result.solution),
-        "notes": _jsonable(result.notes), "error": None, "version": version(),
+        "notes": _jsonable(result.notes), "error": None, "version": package_version(),
         "code": code_version(), "machine": machine()}
 
 
@@ -111,7 +100,7 @@ def run(task: Task) -> dict[str, Any]:
             return failure_record(task, "error", f"instance {task.source} changed since the "
                                   f"plan was read (sha256 {sha[:12]}, expected {task.sha256[:12]})",
                                   time.perf_counter() - began)
-        _load_kernels(task.solver)
+        load_kernels([task.solver])
         _arm_limits(task)
         try:
             result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
@@ -130,15 +119,18 @@ def run(task: Task) -> dict[str, Any]:
                               time.perf_counter() - began)
 
 
-def _load_kernels(solver: str) -> None:
-    """Load the compiled kernels of the model and of a built-in solver from the disk
-    cache now, so the run's clock and trace measure the search, not the loading."""
+def load_kernels(solvers: list[str]) -> None:
+    """Load the compiled kernels of the model and of the built-in solvers among `solvers`
+    from the disk cache now (compiling them if they are not there yet), so that a run's
+    clock and trace measure the search, not the loading."""
     from memplace.bench.plan import builtin_solvers
     from memplace.model import warmup
     from memplace.solvers import warm_solvers
     warmup()
-    if solver in builtin_solvers():  # the static problem's (residency solvers warm themselves)
-        warm_solvers([solver])
+    builtin = builtin_solvers()  # the static problem's (residency solvers warm themselves)
+    names = [name for name in solvers if name in builtin]
+    if names:  # (an empty list would mean every registered solver)
+        warm_solvers(names)
 
 
 def _arm_limits(task: Task) -> None:

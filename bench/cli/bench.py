@@ -10,12 +10,6 @@ from typing import Any
 import click
 
 from memplace.bench.cli.values import JOBS
-from memplace.model.core.errors import MemplaceError
-
-
-def default_out(plan) -> Path:
-    """results/<plan name>/: shipped plans (and others) sit side by side."""
-    return Path("results") / plan.name
 
 
 class Progress:
@@ -67,7 +61,7 @@ def bench_command(plan_name: str, out: str | None, jobs: int | None, resume: boo
     from memplace.bench.store import RunStore
     plan = load_plan(plan_name)
     jobs = jobs or os.cpu_count() or 1
-    store = RunStore(out or default_out(plan))
+    store = RunStore(out or Path("results") / plan.name)  # plans' results side by side
     batch = pending(plan, store, resume or retry_failed, retry_failed)
     seconds = sum(t.time_limit for t in batch.todo)
     click.echo(f"plan {plan.name}: {len(plan.tasks)} runs ({len(plan.instances)} instances x "
@@ -80,9 +74,8 @@ def bench_command(plan_name: str, out: str | None, jobs: int | None, resume: boo
         records = run_batch(plan, batch, store, jobs, dask, on_record=progress)
     finally:
         progress.close()
-    failed = sum(r["status"] not in ("optimal", "feasible") for r in records)
     click.echo(f"done: {len(records)} runs in {time.perf_counter() - progress.began:.0f} s, "
-               f"{failed} failed; next: memplace report {store.path}")
+               f"{progress.failed} failed; next: memplace report {store.path}")
 
 
 @click.command("report")

@@ -40,14 +40,14 @@ def residency_bound_command(time_limit: float, max_ops: int, small: bool, commit
                             gap: float, static_cache: str) -> None:
     """Print, per instance, the relaxation's lower bound, the incumbents (relaxation's own
     windows, compiler, msa, static optimum) and the gap of the best one to the bound."""
-    from memplace.bench.results import _read_cache
+    from memplace.bench.results import read_static_optima
     from memplace.instances import builtin_names, load
     from memplace.instances.small_residency import small_residency_instances
     from memplace.solvers import solve
 
     if time_limit <= 0 or max_ops < 1 or not 0 <= gap < 1:
         raise MemplaceError("--time-limit must be > 0, --max-ops >= 1 and --gap in [0, 1)")
-    cache = _read_cache(Path(static_cache))
+    cache = read_static_optima(Path(static_cache))
     groups = []
     if small:
         groups.append(("small", small_residency_instances()))

@@ -18,10 +18,6 @@ def _summary(inst) -> tuple[int, float, float]:
     return inst.peak_live_bytes(), slowest_latency(inst), inst.compute_floor()
 
 
-def _capacity(capacity: int | None) -> str:
-    return "unbounded" if capacity is None else f"{capacity / MiB:.2f} MiB ({capacity} B)"
-
-
 @click.group("instances")
 def instances_group() -> None:
     """The benchmark instances: built-in `workload@hardware` names or instance files."""
@@ -70,7 +66,9 @@ def show_command(instance: str) -> None:
         click.echo(f"  source      {hardware['source']}")
     for l, level in enumerate(inst.levels):
         extra = f"  addressed, alignment {level.alignment}" if level.addressed else ""
-        click.echo(f"  level {l}     {level.name:<6} capacity {_capacity(level.capacity)}, "
+        capacity = ("unbounded" if level.capacity is None
+                    else f"{level.capacity / MiB:.2f} MiB ({level.capacity} B)")
+        click.echo(f"  level {l}     {level.name:<6} capacity {capacity}, "
                    f"bandwidth {level.bandwidth:.4g} B/s{extra}")
     click.echo(f"ops           {inst.n_ops}")
     click.echo(f"tensors       {inst.n_tensors}  ({int(inst.is_weight.sum())} weights, "

@@ -10,17 +10,12 @@ from memplace.instances import load as load_instance
 from memplace.model import validate_solution_file, warmup
 
 
-def _validate(instance: str, solution: str):
-    """Validate a solution file of either format (see `validate_solution_file`)."""
-    return validate_solution_file(load_instance(instance), solution)
-
-
 @click.command("evaluate")
 @click.argument("instance")
 @click.argument("solution", type=click.Path(dir_okay=False))
 def evaluate_command(instance: str, solution: str) -> None:
     """Print a solution's validity and recomputed latency."""
-    report = _validate(instance, solution)
+    report = validate_solution_file(load_instance(instance), solution)  # either format
     click.echo(f"valid: {'yes' if report.valid else 'no'}")
     click.echo(f"latency: {report.latency:.9g} s")
     for error in report.errors:
@@ -32,7 +27,7 @@ def evaluate_command(instance: str, solution: str) -> None:
 @click.argument("solution", type=click.Path(dir_okay=False))
 def validate_command(instance: str, solution: str) -> None:
     """Exit 0 when the solution is valid and its claimed latency holds (relative 1e-9), else 1."""
-    report = _validate(instance, solution)
+    report = validate_solution_file(load_instance(instance), solution)
     if report.ok:
         click.echo(f"ok: valid, latency {report.latency:.9g} s")
         return
@@ -110,7 +105,7 @@ def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
     import tempfile
     from pathlib import Path
 
-    from memplace.bench.perf import scaling_row, scaling_table, scaling_warmup
+    from memplace.bench.perf import scaling_row, scaling_table
     try:
         ops = [int(x) for x in sizes.split(",") if x.strip()]
     except ValueError:
@@ -121,7 +116,7 @@ def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
     where.mkdir(parents=True, exist_ok=True)
     click.echo("warming up (every kernel compiled or loaded from cache once; not timed) ...",
                err=True)
-    scaling_warmup(where)
+    scaling_row(100, where, sa_moves=1000)  # every kernel the table times, so the figures are warm
     rows = []
     for n in ops:
         click.echo(f"synth-{n}@nnpi ...", err=True)
@@ -159,8 +154,7 @@ def warmup_command() -> None:
     """Compile every Numba kernel once (cached on disk for later commands)."""
     from memplace.model.core.numba_cache import cache_dir
     seconds = warmup()
-    from memplace.solvers import registry
-    from memplace.solvers import warm_solvers
+    from memplace.solvers import registry, warm_solvers
     solvers = warm_solvers()
     click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
                f"(of {len(registry())}); Numba cache: {cache_dir()}")

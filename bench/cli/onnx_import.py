@@ -63,19 +63,6 @@ def summary(instance: dict[str, Any]) -> str:
             f"{flops / 1e9:.4f} GFLOPs ({flops:.0f}), import {roles['seconds']:.2f} s")
 
 
-def import_model(model: str, hardware: str, batch: int | None, dim: tuple[str, ...],
-                 dtype_bytes: int | None, name: str | None) -> dict[str, Any]:
-    """`from_onnx` with the CLI's arguments; warnings echoed as `warning:` lines."""
-    onnx_import = _onnx_module()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", onnx_import.OnnxImportWarning)
-        instance = onnx_import.from_onnx(model, _hardware(hardware), batch=batch, dims=_dims(dim),
-                                         dtype_bytes=dtype_bytes, name=name)
-    for warning in caught:
-        click.echo(f"warning: {warning.message}", err=True)
-    return instance
-
-
 @click.command("import")
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--hardware", required=True, help="a preset (nnpi, tpu, edge-npu, gpu) or a JSON file")
@@ -92,7 +79,13 @@ def import_command(model: str, hardware: str, batch: int | None, dim: tuple[str,
     Shapes are resolved with ONNX's and onnxruntime's shape inference, nodes fused into
     a compiler's ops, FLOPs counted from shapes (see memplace.instances.onnx)."""
     from memplace.instances import dumps
-    instance = import_model(model, hardware, batch, dim, dtype_bytes, name)
+    onnx_import = _onnx_module()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", onnx_import.OnnxImportWarning)
+        instance = onnx_import.from_onnx(model, _hardware(hardware), batch=batch, dims=_dims(dim),
+                                         dtype_bytes=dtype_bytes, name=name)
+    for warning in caught:  # echoed as `warning:` lines
+        click.echo(f"warning: {warning.message}", err=True)
     try:
         Path(output).write_text(dumps(instance), encoding="utf-8")
     except OSError as exc:

@@ -7,7 +7,6 @@ every buffer (which proves nothing).
 from __future__ import annotations
 
 import os
-
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,8 @@ from memplace.model.core.errors import MemplaceError
 from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
 from memplace.model.packing.exact import search_workers
 from memplace.model.packing.generate import generate, heldout_set, write_csv
-from memplace.model.packing.packers import PACKERS, check_packing, minimize, pack, peak_live_size
+from memplace.model.packing.packers import (PACKERS, Buffer, check_packing, minimize, pack,
+                                            peak_live_size)
 
 EXIT_INFEASIBLE = 1
 EXIT_TIMEOUT = 3
@@ -52,7 +52,6 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
     if capacity is None and not minimize_:
         raise MemplaceError("--capacity is required (or use --minimize)")
     data = read_buffers(input_csv)
-    n = len(data.buffers)
     if minimize_:
         with search_workers(workers):
             result, lower = minimize(data.buffers, time_limit=time_limit, capacity=capacity)
@@ -61,7 +60,7 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
         result = pack(data.buffers, capacity, method=method, time_limit=time_limit,
                       workers=workers)
         bound = f"peak live size {peak_live_size(data.buffers)}"
-    where = f"{n} buffers" + (f" at capacity {capacity}" if capacity is not None else "")
+    where = f"{len(data.buffers)} buffers" + (f" at capacity {capacity}" if capacity is not None else "")
     timing = f"{result.wall_s:.3f} s ({result.method}, {result.nodes} nodes)"
     if result.status == "packed":
         problems = check_packing(data.buffers, result.offsets,
@@ -101,10 +100,6 @@ def _minimalloc_set(bench_dir: str) -> list[tuple[str, str, list, int, float | N
     return out
 
 
-def _heldout_set() -> list[tuple[str, str, list, int, float | None]]:
-    return [("heldout", g.name, g.buffers, g.capacity, None) for g in heldout_set()]
-
-
 @click.command("pack-bench")
 @click.option("--set", "which", type=click.Choice(["minimalloc", "heldout", "all"]),
               default="minimalloc", show_default=True,
@@ -128,16 +123,13 @@ def pack_bench_command(which: str, bench_dir: str, method: str, time_limit: floa
 
     Each packing is re-checked by `check_packing`; a wrong one shows as INVALID.
     """
-    if time_limit <= 0:
-        raise MemplaceError(f"--time-limit {time_limit} must be positive")
     rows = []
     if which in ("minimalloc", "all"):
         rows += _minimalloc_set(bench_dir)
     if which in ("heldout", "all"):
-        rows += _heldout_set()
+        rows += [("heldout", g.name, g.buffers, g.capacity, None) for g in heldout_set()]
     # the first call pays for loading (or compiling) the numba kernels; time it apart
     start = time.perf_counter()
-    from memplace.model.packing.packers import Buffer
     pack([Buffer("a", 0, 2, 1), Buffer("b", 1, 3, 1), Buffer("c", 0, 3, 1, 2)], 3, method="exact-search")
     pack([Buffer("a", 0, 2, 1)], 1, method=method)
     click.echo(f"kernel load/compile: {time.perf_counter() - start:.2f} s")
@@ -147,7 +139,7 @@ def pack_bench_command(which: str, bench_dir: str, method: str, time_limit: floa
                f"{'MiniMalloc s':>12}")
     for set_name, name, buffers, capacity, ref in rows:
         times, result, bound = [], None, None
-        for _ in range(max(1, repeat)):
+        for _ in range(repeat):
             if minimize_:
                 with search_workers(workers):
                     result, bound = minimize(buffers, time_limit=time_limit, capacity=capacity)

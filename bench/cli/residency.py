@@ -22,7 +22,7 @@ def residency_table_command(patterns: tuple[str, ...], out: str, params: tuple[s
     """Run msa on every committed instance (or those matching PATTERNS) and write the
     table (Markdown, LaTeX, CSV) to --out; exit 1 if an msa solution is invalid or slower
     than the static compiler placement."""
-    from memplace.bench.residency_table import residency_rows, write_residency_table
+    from memplace.bench.residency_table import residency_rows, residency_table
     from memplace.instances import builtin_names, load
     from memplace.solvers import solver_info
     checked = solver_info("msa", "residency").check(parse_params(params))
@@ -40,7 +40,8 @@ def residency_table_command(patterns: tuple[str, ...], out: str, params: tuple[s
                    f"({row.static_status})  windows {row.windows}  {row.msa_s:.2f} s")
 
     rows = residency_rows([load(n) for n in names], folder, progress, **checked)
-    table_paths = write_residency_table(rows, folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    table_paths = residency_table(rows).write(folder)
     click.echo(f"wrote {', '.join(str(p) for p in table_paths)}")
     problems = [p for row in rows for p in row.problems()]
     for problem in problems:
