@@ -16,8 +16,8 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import kernels, reference
-from memplace.model.residency.encoding import (Checkpoints, Enc, State, empty_checkpoints, encode,
-                                               initial_state, no_checkpoints, sim_of, window_arrays)
+from memplace.model.residency.encoding import (Enc, State, empty_checkpoints, encode, initial_state,
+                                               no_checkpoints, sim_of, window_arrays, window_row)
 from memplace.model.residency.solution import ResidencySolution, Window
 
 _EMPTY = np.zeros(0)
@@ -52,8 +52,7 @@ def simulate_batch(instance: Instance, placement: np.ndarray,
     ck = no_checkpoints(i)
     out = np.empty(len(window_sets))
     kernels.batch_kernel(sim_of(i), place, i.tensor_ptr, i.tensor_access, i.access_op, i.size,
-                         i.n_levels, ptr, *wa, enc, initial_state(i), ck,
-                         np.zeros(2 * i.n_levels, np.int64), out)
+                         ptr, *wa, enc, initial_state(i), ck, np.zeros(2 * i.n_levels, np.int64), out)
     return out
 
 
@@ -102,12 +101,7 @@ def timeline(instance: Instance, solution: ResidencySolution) -> reference.Timel
 
 
 def _row(window: Window | None) -> np.ndarray:
-    if window is None:
-        return np.full(7, -1, np.int64)
-    w = window
-    return np.array([w.tensor, w.level, w.start, w.first, w.last,
-                     -1 if w.evict is None else w.evict[0],
-                     -1 if w.evict is None else w.evict[1]], np.int64)
+    return np.array(window_row(window), np.int64)
 
 
 class Simulation:

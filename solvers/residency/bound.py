@@ -29,9 +29,10 @@ from memplace.model.packing.heuristics import heuristic_offsets
 from memplace.model.residency import ResidencySolution, Window, simulate, violations
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
-from memplace.solvers.residency.msa import _static, msa_solution
+from memplace.solvers.residency.msa import msa_solution
 from memplace.solvers.residency.relaxation import (BOUND_MARGIN, Relaxation, tensor_accesses,
                                                    estimated_columns, formulate, solve_relaxation)
+from memplace.solvers.residency.starts import static_homes
 
 ON = 0.5  # a binary is 1 above this
 MAX_COLUMNS = 3_000_000  # larger models are not built: the closed-form bounds stand
@@ -213,7 +214,7 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
             on_solution(sol)
 
     began = time.perf_counter()
-    place, offsets = _static(inst, "compiler")
+    place, offsets = static_homes(inst, "compiler")
     best = ResidencySolution(inst.name, place, offsets)
     best.latency = simulate(inst, best)
     found(best)

@@ -35,7 +35,7 @@ Every prefix of a game is itself a valid solution (each window is legal given
 the earlier ones, and the rest stay home), so `latency()` is defined at every
 step; the Gymnasium environment `memplace/Residency-v0` shapes its reward with it.
 
-The estimates (`msa.op_elapsed`: op times of the homes alone, no channel
+The estimates (`allocation.op_elapsed`: op times of the homes alone, no channel
 contention) only order buffers and pick candidate starts; what a game is worth
 is always the simulated latency. Where the game is simpler than `msa`: one
 window per buffer (msa may give each use segment its own), so evictions are
@@ -54,9 +54,9 @@ import numpy as np
 from memplace.model.core.errors import MemplaceError
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
-from memplace.solvers import solve
+from memplace.solvers.residency.allocation import op_elapsed
 from memplace.solvers.residency.interval_picker import IntervalPicker
-from memplace.solvers.residency.msa import op_elapsed
+from memplace.solvers.residency.starts import static_homes
 
 STAY = 0
 KINDS = ("defining", "late", "preferred", "earliest")
@@ -146,7 +146,7 @@ class ResidencyGame:
                  home_offsets: np.ndarray | None = None, n_levels: int | None = None):
         self.instance = instance
         if homes is None:
-            homes, home_offsets = compiler_homes(instance)
+            homes, home_offsets = static_homes(instance, "compiler")
         self.homes = np.array(homes, np.int64)
         self.home_offsets = None if home_offsets is None else np.array(home_offsets, np.int64)
         self.n_levels = instance.n_levels if n_levels is None else int(n_levels)
@@ -314,13 +314,6 @@ class ResidencyGame:
     def latency(self) -> float:
         """Simulated latency of the windows chosen so far (section 11)."""
         return self.solution().latency
-
-
-def compiler_homes(instance: Instance) -> tuple[np.ndarray, np.ndarray | None]:
-    """The static `compiler` solution's placement and offsets: the default homes."""
-    result = solve(instance, "compiler", time_limit=None)
-    offsets = result.offsets if instance.has_addressed_levels else None
-    return np.array(result.placement, np.int64), offsets
 
 
 def play(game: ResidencyGame, moves: Sequence[int]) -> ResidencySolution:

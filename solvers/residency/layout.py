@@ -25,9 +25,8 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, producer_of
+from memplace.model.residency.validation import NEVER
 from memplace.solvers.residency.fast_memory import best_fit_gap
-
-NEVER = np.iinfo(np.int64).max
 
 
 class Layout:
