@@ -54,7 +54,8 @@ import numpy as np
 from memplace.model.core.errors import MemplaceError
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
-from memplace.solvers.residency.allocation import op_elapsed
+from memplace.solvers.residency.allocation import _Costs, op_elapsed
+from memplace.solvers.residency.fast_memory import best_fit_gap
 from memplace.solvers.residency.interval_picker import IntervalPicker
 from memplace.solvers.residency.starts import static_homes
 
@@ -112,18 +113,8 @@ def best_fit_offset(blocks: Sequence[Block], size: int, begin: int, end: int,
                     alignment: int, capacity: int) -> int:
     """The offset of the smallest free gap that holds `size` bytes over `begin .. end`
     (aligned; lowest offset on ties), or -1 when none does."""
-    busy = sorted((b.offset, b.offset + b.size) for b in blocks
-                  if b.begin <= end and begin <= b.end)
-    best, best_gap = -1, math.inf
-    cursor = 0
-    for lo, hi in busy + [(capacity, capacity)]:
-        if lo > cursor:
-            offset = -(-cursor // alignment) * alignment
-            gap = lo - cursor
-            if offset + size <= lo and gap < best_gap:
-                best, best_gap = offset, gap
-        cursor = max(cursor, hi)
-    return best
+    busy = [(b.offset, b.offset + b.size) for b in blocks if b.begin <= end and begin <= b.end]
+    return best_fit_gap(busy, size, alignment, capacity)
 
 
 class ResidencyGame:
@@ -154,10 +145,8 @@ class ResidencyGame:
             raise ValueError(f"n_levels {self.n_levels} is below the instance's {instance.n_levels}")
         self.n_actions = n_actions(self.n_levels)
         self.order = buffer_order(instance, self.homes)
-        self.elapsed = op_elapsed(instance, self.homes)  # seconds per op, homes alone
-        self.memory = np.bincount(instance.access_op, minlength=instance.n_ops,
-                                  weights=instance.op_bytes / instance.bandwidth[
-                                      self.homes[instance.op_tensor]])
+        costs = _Costs(instance, self.homes)  # seconds per op, homes alone
+        self.elapsed, self.memory = costs.elapsed, costs.memory
         self.picker = IntervalPicker(self.elapsed)
         self._base_load = load_with_windows(instance, self.homes, ())
         self._home_blocks = {
@@ -240,14 +229,9 @@ class ResidencyGame:
         home = self.homes[t]
         fast = self.memory[first] - b / i.bandwidth[home] + b / i.bandwidth[level]
         reduction = float(self.elapsed[first] - max(i.compute[first], fast))
-        latest = picker.latest_start(copy_s, low, first, reduction)
-        if latest < low:
-            return []
         max_elapsed = picker.max_elapsed(float(i.capacity[level]), float(i.copy_bandwidth[home]))
-        earliest = picker.earliest_start(low, latest, first, max_elapsed)
-        if picker.overlap(earliest, first) > max_elapsed:
-            return []
-        return [latest, picker.preferred_start(copy_s, earliest, latest, first), earliest]
+        found = picker.interval(copy_s, low, first, max_elapsed, reduction)
+        return [] if found is None else [found[2], found[1], found[0]]
 
     def legal(self) -> dict[int, Window]:
         """The legal windows of the current buffer by action (offsets filled in)."""

@@ -154,16 +154,14 @@ class Incumbent:
 
     def finish(self, stats: dict) -> None:
         """Notes: the searches' counts, what the kept solution holds (as msa notes it)."""
-        self.ctx.notes.update(stats)
         best = self.ctx.best
         windows = best.windows
-        self.ctx.notes.update(windows=len(windows),
+        self.ctx.notes.update(stats, windows=len(windows),
                               prefetches=sum(w.is_prefetch for w in windows),
                               evictions=sum(w.evict is not None for w in windows),
-                              waits=details(self.ctx.instance, best).waits)
-        self.ctx.notes["offered"] = self.offered
-        self.ctx.notes["from_msa"] = bool(self.ctx.best_latency == self.msa_latency
-                                          and self.offered == 0)
+                              waits=details(self.ctx.instance, best).waits, offered=self.offered,
+                              from_msa=bool(self.ctx.best_latency == self.msa_latency
+                                            and self.offered == 0))
 
 
 def search_growing(ctx: SearchContext, incumbent: "Incumbent", homes: str, grow: bool,
