@@ -137,11 +137,6 @@ class Simulation:
     def solution_windows(self) -> tuple[Window, ...]:
         return tuple(w for w in self.windows if w is not None)
 
-    def _change(self, slot: int, old: Window | None, new: Window | None) -> None:
-        i = self.instance
-        kernels.change_kernel(self.enc, self.placement, i.tensor_ptr, i.tensor_access, i.access_op,
-                              i.size, slot, _row(old), _row(new))
-
     def try_change(self, slot: int, window: Window | None) -> float:
         """Latency with window `slot` replaced by `window` (pending until accept/reject)."""
         if self._pending is not None:
@@ -152,7 +147,8 @@ class Simulation:
         if old is None and window is None:
             return self.latency
         if 2 * len(self.windows) > self.enc.c_issue.shape[0]:
-            self._grow()
+            # room for more windows: encode again (the state and checkpoints do not change)
+            self.enc = encode(self.instance, self.placement, self.windows, slots=2 * len(self.windows) + 64)
         i, st = self.instance, self.state
         lat = float(kernels.try_change_kernel(self.sim, self.enc, st, self.ck, self.scratch, self.K,
                                               self.placement, i.tensor_ptr, i.tensor_access,
@@ -191,14 +187,11 @@ class Simulation:
         if self._pending is None:
             return
         slot, old, new, *_ = self._pending
-        self._change(slot, new, old)
+        i = self.instance
+        kernels.change_kernel(self.enc, self.placement, i.tensor_ptr, i.tensor_access, i.access_op,
+                              i.size, slot, _row(new), _row(old))
         self.windows[slot] = old
         self._pending = None
-
-    def _grow(self) -> None:
-        """Room for more windows: encode again (the state and checkpoints do not change)."""
-        self.enc = encode(self.instance, self.placement, self.windows,
-                          slots=2 * len(self.windows) + 64)
 
     def full_latency(self) -> float:
         """A full simulation of the current windows (no checkpoints): for checks and timing."""
