@@ -2,6 +2,7 @@
 
 A sibling of `memplace.model.static`; it shares only the `Instance` with it.
 """
+from memplace.model.residency.bounds import channel_bound, fastest_bound, lower_bound, op_capacity_bound
 from memplace.model.residency.reference import Timeline
 from memplace.model.residency.simulation import Details, Simulation, details, simulate, simulate_batch, timeline
 from memplace.model.residency.solution import (FORMAT, NO_OFFSET, STATIC_FORMAT, ResidencySolution,
@@ -15,8 +16,5 @@ __all__ = [
     "RULES", "ResidencyValidation", "Violation", "validate", "violations", "valid_from",
     "is_defining", "producer_of", "load_with_windows", "simulate", "timeline", "Timeline",
     "simulate_batch", "details", "Details", "Simulation",
+    "lower_bound", "fastest_bound", "op_capacity_bound", "channel_bound",
 ]
-from memplace.model.residency.bounds import (channel_bound, fastest_bound, lower_bound,  # noqa: E402
-                                             op_capacity_bound)
-
-__all__ += ["lower_bound", "fastest_bound", "op_capacity_bound", "channel_bound"]

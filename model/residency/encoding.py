@@ -69,12 +69,18 @@ def sim_of(instance: Instance) -> Sim:
     return Sim(i.compute, i.op_ptr, i.op_tensor, i.access_time, i.copy_bandwidth)
 
 
+def window_row(w: Window | None) -> tuple[int, ...]:
+    """A window as the kernels read it: (tensor, level, start, first, last, eviction issue,
+    eviction due), -1 for no eviction; a None (an empty slot) is a row of -1."""
+    if w is None:
+        return (-1,) * 7
+    issue, due = (-1, -1) if w.evict is None else w.evict
+    return (w.tensor, w.level, w.start, w.first, w.last, issue, due)
+
+
 def window_arrays(windows: Sequence[Window | None]) -> WindowArrays:
-    """Windows as columns; a None (an empty slot) is a row of -1."""
-    rows = [(-1,) * 7 if w is None else
-            (w.tensor, w.level, w.start, w.first, w.last,
-             -1 if w.evict is None else w.evict[0], -1 if w.evict is None else w.evict[1])
-            for w in windows]
+    """Windows as columns, one `window_row` each."""
+    rows = [window_row(w) for w in windows]
     cols = np.array(rows, np.int64).reshape(len(rows), 7).T
     return WindowArrays(*(np.ascontiguousarray(c) for c in cols))
 
@@ -89,20 +95,15 @@ def empty_enc(instance: Instance, slots: int) -> Enc:
                np.zeros(instance.n_ops, np.int64), np.zeros((Q, instance.n_ops), np.int64))
 
 
-def encode_into(instance: Instance, placement: np.ndarray, wa: WindowArrays, enc: Enc) -> Enc:
-    i = instance
-    kernels.encode_kernel(np.ascontiguousarray(placement, np.int64), i.tensor_ptr, i.tensor_access,
-                          i.access_op, i.op_tensor, i.size, i.n_levels, i.n_ops, *wa, enc)
-    return enc
-
-
 def encode(instance: Instance, placement: np.ndarray, windows: Sequence[Window | None],
            slots: int | None = None) -> Enc:
     """The arrays of one solution, with room for `slots` windows (default: as many as given);
     window w's copies are 2w and 2w + 1."""
-    wa = window_arrays(windows)
-    return encode_into(instance, placement, wa,
-                       empty_enc(instance, len(windows) if slots is None else slots))
+    i = instance
+    enc = empty_enc(i, len(windows) if slots is None else slots)
+    kernels.encode_kernel(np.ascontiguousarray(placement, np.int64), i.tensor_ptr, i.tensor_access,
+                          i.access_op, i.op_tensor, i.size, i.n_ops, *window_arrays(windows), enc)
+    return enc
 
 
 def initial_state(instance: Instance) -> State:
@@ -120,6 +121,5 @@ def empty_checkpoints(instance: Instance, K: int) -> Checkpoints:
 
 
 def no_checkpoints(instance: Instance) -> Checkpoints:
-    Q = 2 * instance.n_levels
-    return Checkpoints(np.zeros(1), np.zeros((1, Q), np.int64), np.zeros((1, Q), np.int64),
-                       np.zeros((1, Q)))
+    """Room for one checkpoint (K past the last op): for runs that write none."""
+    return empty_checkpoints(instance, instance.n_ops + 1)

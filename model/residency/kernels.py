@@ -214,7 +214,7 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
 
 
 @njit(cache=True, nogil=True)
-def encode_kernel(place, tensor_ptr, tensor_access, access_op, op_tensor, size, n_levels, n_ops,
+def encode_kernel(place, tensor_ptr, tensor_access, access_op, op_tensor, size, n_ops,
                   w_tensor, w_level, w_start, w_first, w_last, w_issue, w_due, enc):
     """Fill `enc` from windows (a window with tensor -1 is an empty slot); return copies made."""
     for a in range(op_tensor.shape[0]):
@@ -269,14 +269,13 @@ def encode_kernel(place, tensor_ptr, tensor_access, access_op, op_tensor, size, 
 
 
 @njit(cache=True, nogil=True)
-def batch_kernel(sim, place, tensor_ptr, tensor_access, access_op, size, n_levels, w_ptr,
-                 w_tensor, w_level, w_start, w_first, w_last, w_issue, w_due, enc, state, ck, shift,
-                 out):
+def batch_kernel(sim, place, tensor_ptr, tensor_access, access_op, size, w_ptr, w_tensor,
+                 w_level, w_start, w_first, w_last, w_issue, w_due, enc, state, ck, shift, out):
     """Latency of every solution p (homes `place`, windows w_ptr[p]:w_ptr[p+1]) into `out`."""
     n = sim.compute.shape[0]
     for p in range(w_ptr.shape[0] - 1):
         lo, hi = w_ptr[p], w_ptr[p + 1]
-        encode_kernel(place, tensor_ptr, tensor_access, access_op, sim.op_tensor, size, n_levels, n,
+        encode_kernel(place, tensor_ptr, tensor_access, access_op, sim.op_tensor, size, n,
                       w_tensor[lo:hi], w_level[lo:hi], w_start[lo:hi], w_first[lo:hi],
                       w_last[lo:hi], w_issue[lo:hi], w_due[lo:hi], enc)
         state.clock[0] = 0.0

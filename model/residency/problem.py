@@ -82,11 +82,10 @@ class ResidencyProblem:
         return sol
 
     def fallback(self, instance: Instance) -> ResidencySolution:
-        offsets = None
         if instance.has_addressed_levels:
             fixed = _rectified(instance, instance.slowest_placement())
             return ResidencySolution(instance.name, fixed.placement, fixed.offsets)
-        return ResidencySolution(instance.name, instance.slowest_placement(), offsets)
+        return ResidencySolution(instance.name, instance.slowest_placement(), None)
 
     def default_packer(self, time_limit: float | None) -> Any:
         """None: rectify's canonical first-fit offsets for homes that need them."""

@@ -16,8 +16,8 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import kernels, reference
-from memplace.model.residency.encoding import (Checkpoints, Enc, State, empty_checkpoints, encode,
-                                               initial_state, no_checkpoints, sim_of, window_arrays)
+from memplace.model.residency.encoding import (Enc, State, empty_checkpoints, encode, initial_state,
+                                               no_checkpoints, sim_of, window_arrays, window_row)
 from memplace.model.residency.solution import ResidencySolution, Window
 
 _EMPTY = np.zeros(0)
@@ -52,8 +52,7 @@ def simulate_batch(instance: Instance, placement: np.ndarray,
     ck = no_checkpoints(i)
     out = np.empty(len(window_sets))
     kernels.batch_kernel(sim_of(i), place, i.tensor_ptr, i.tensor_access, i.access_op, i.size,
-                         i.n_levels, ptr, *wa, enc, initial_state(i), ck,
-                         np.zeros(2 * i.n_levels, np.int64), out)
+                         ptr, *wa, enc, initial_state(i), ck, np.zeros(2 * i.n_levels, np.int64), out)
     return out
 
 
@@ -102,12 +101,7 @@ def timeline(instance: Instance, solution: ResidencySolution) -> reference.Timel
 
 
 def _row(window: Window | None) -> np.ndarray:
-    if window is None:
-        return np.full(7, -1, np.int64)
-    w = window
-    return np.array([w.tensor, w.level, w.start, w.first, w.last,
-                     -1 if w.evict is None else w.evict[0],
-                     -1 if w.evict is None else w.evict[1]], np.int64)
+    return np.array(window_row(window), np.int64)
 
 
 class Simulation:
@@ -143,11 +137,6 @@ class Simulation:
     def solution_windows(self) -> tuple[Window, ...]:
         return tuple(w for w in self.windows if w is not None)
 
-    def _change(self, slot: int, old: Window | None, new: Window | None) -> None:
-        i = self.instance
-        kernels.change_kernel(self.enc, self.placement, i.tensor_ptr, i.tensor_access, i.access_op,
-                              i.size, slot, _row(old), _row(new))
-
     def try_change(self, slot: int, window: Window | None) -> float:
         """Latency with window `slot` replaced by `window` (pending until accept/reject)."""
         if self._pending is not None:
@@ -158,7 +147,8 @@ class Simulation:
         if old is None and window is None:
             return self.latency
         if 2 * len(self.windows) > self.enc.c_issue.shape[0]:
-            self._grow()
+            # room for more windows: encode again (the state and checkpoints do not change)
+            self.enc = encode(self.instance, self.placement, self.windows, slots=2 * len(self.windows) + 64)
         i, st = self.instance, self.state
         lat = float(kernels.try_change_kernel(self.sim, self.enc, st, self.ck, self.scratch, self.K,
                                               self.placement, i.tensor_ptr, i.tensor_access,
@@ -197,14 +187,11 @@ class Simulation:
         if self._pending is None:
             return
         slot, old, new, *_ = self._pending
-        self._change(slot, new, old)
+        i = self.instance
+        kernels.change_kernel(self.enc, self.placement, i.tensor_ptr, i.tensor_access, i.access_op,
+                              i.size, slot, _row(new), _row(old))
         self.windows[slot] = old
         self._pending = None
-
-    def _grow(self) -> None:
-        """Room for more windows: encode again (the state and checkpoints do not change)."""
-        self.enc = encode(self.instance, self.placement, self.windows,
-                          slots=2 * len(self.windows) + 64)
 
     def full_latency(self) -> float:
         """A full simulation of the current windows (no checkpoints): for checks and timing."""

@@ -179,19 +179,18 @@ def _service_violations(i: Instance, solution: ResidencySolution) -> list[Violat
         if not ws:  # without windows the home is valid from the producer's write on
             continue
         v = valid_from(i, [windows[w] for w in ws], t)
+        when = "never" if v == NEVER else f"from op {v}"
         p = producer_of(i, t)
         for a in range(i.tensor_ptr[t], i.tensor_ptr[t + 1]):
             k = int(i.access_op[i.tensor_access[a]])
             if any(windows[w].first <= k <= windows[w].last for w in ws):
                 continue
             if k != p and k < v:
-                when = "never" if v == NEVER else f"from op {v}"
                 out.append(Violation("home-not-valid", f"{i.op_label(k)} reads {i.tensor_label(t)} "
                                      f"from its home, valid {when}", -1, t, k, int(solution.placement[t])))
         for w in ws:
             win = windows[w]
             if win.start < win.first and win.start < v:
-                when = "never" if v == NEVER else f"from op {v}"
                 out.append(Violation("prefetch-not-valid", f"window {w} of {i.tensor_label(t)} "
                                      f"prefetches at {i.op_label(win.start)} but the home is valid {when}",
                                      w, t, win.start, win.level))

@@ -59,10 +59,7 @@ class _Open:
 
 def op_elapsed(instance: Instance, placement: np.ndarray) -> np.ndarray:
     """Section 4's time of every op with each tensor served by its level in `placement`."""
-    i = instance
-    seconds = i.op_bytes / i.bandwidth[placement[i.op_tensor]]
-    memory = np.bincount(i.access_op, weights=seconds, minlength=i.n_ops)
-    return np.maximum(i.compute, memory)
+    return _Costs(instance, placement).elapsed
 
 
 @dataclass

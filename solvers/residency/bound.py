@@ -26,12 +26,13 @@ import numpy as np
 
 from memplace.model import Instance
 from memplace.model.packing.heuristics import heuristic_offsets
-from memplace.model.residency import ResidencySolution, Window, simulate, violations
+from memplace.model.residency import ResidencySolution, Window, producer_of, simulate, violations
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
-from memplace.solvers.residency.msa import _static, msa_solution
+from memplace.solvers.residency.msa import msa_solution
 from memplace.solvers.residency.relaxation import (BOUND_MARGIN, Relaxation, tensor_accesses,
                                                    estimated_columns, formulate, solve_relaxation)
+from memplace.solvers.residency.starts import static_homes
 
 ON = 0.5  # a binary is 1 above this
 MAX_COLUMNS = 3_000_000  # larger models are not built: the closed-form bounds stand
@@ -50,8 +51,7 @@ def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[
     for t in range(T):
         h = int(homes[t])
         acc = tensor_accesses(inst, t)
-        p = inst.tensors[t]["producer"]
-        p = -1 if p is None else int(p)
+        p = producer_of(inst, t)
         served = []  # window level of each access, -1 = home
         for (k, _, a) in acc:
             level = -1
@@ -208,12 +208,10 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
     """Solve the relaxation, decode and repair its windows, and keep the best of them,
     the static compiler placement and (with `seeds`) msa's solution. `on_solution(sol)`
     sees every valid solution as it is found, `on_bound(seconds)` every bound proven."""
-    def found(sol: ResidencySolution) -> None:
-        if on_solution is not None:
-            on_solution(sol)
-
+    found = on_solution or (lambda sol: None)
+    proved = on_bound or (lambda seconds: None)
     began = time.perf_counter()
-    place, offsets = _static(inst, "compiler")
+    place, offsets = static_homes(inst, "compiler")
     best = ResidencySolution(inst.name, place, offsets)
     best.latency = simulate(inst, best)
     found(best)
@@ -224,8 +222,7 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
             best = sol
     notes: dict = {}
     bound = lower_bound(inst)  # the model's closed-form bounds (model/residency/bounds.py)
-    if on_bound is not None:
-        on_bound(bound)
+    proved(bound)
     incumbent = None
     # Two models: without start binaries (fast), then with them (exact occupancies, a
     # stronger bound and windows that keep the capacity); the bound is the larger one.
@@ -242,8 +239,7 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
         out = solve_relaxation(model, limit, gap=gap, threads=threads, seed=seed,
                                should_stop=should_stop)
         bound = max(bound, out.bound)
-        if on_bound is not None:
-            on_bound(bound)
+        proved(bound)
         notes[f"phase{phase}"] = {"model": model.stats, "highs_status": out.status,
                                   "nodes": out.nodes, "highs_s": round(out.seconds, 3),
                                   "bound": out.bound}
@@ -252,9 +248,9 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
             sol = repair(inst, homes, windows)
             if sol is not None:
                 found(sol)
-            if sol is not None and (incumbent is None or sol.latency < incumbent.latency):
-                incumbent = sol
-                notes["incumbent_windows"] = len(sol.windows)
+                if incumbent is None or sol.latency < incumbent.latency:
+                    incumbent = sol
+                    notes["incumbent_windows"] = len(sol.windows)
         if incumbent is not None and incumbent.latency < best.latency:
             best = incumbent
         if best.latency <= bound * (1 + gap) / (1 - BOUND_MARGIN):
@@ -274,12 +270,9 @@ def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> No
         ctx.count(1)
         ctx.offer(sol, sol.latency)
 
-    def bound(value: float) -> None:
-        ctx.lower_bound = value
-
     limit = None if ctx.time_limit is None else max(0.05, ctx.remaining() - 0.5)
     res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop,
-                              offer, bound)
+                              offer, lambda value: setattr(ctx, "lower_bound", value))
     ctx.notes.update(res.notes)
     if res.incumbent is not None:  # the relaxation's own windows, repaired and simulated
         ctx.notes["relaxation_incumbent"] = res.incumbent.latency

@@ -38,9 +38,9 @@ from deap import base, creator, tools
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
-from memplace.solvers import Param, SearchContext, solve
+from memplace.solvers import Param, SearchContext
 from memplace.solvers.residency.allocation import assign_windows, buffer_order, op_elapsed
-from memplace.solvers.residency.starts import static_homes
+from memplace.solvers.residency.starts import msa_start, static_homes
 
 if not hasattr(creator, "ResidencyFitness"):
     creator.create("ResidencyFitness", base.Fitness, weights=(-1.0,))
@@ -67,9 +67,9 @@ class Decoder:
 
     def __init__(self, instance: Instance, static_moves: int = 0, seed: int = 0):
         i = self.instance = instance
-        self.homes = [_static(i, "all-slowest"), _static(i, "compiler")]
+        self.homes = [static_homes(i, "all-slowest"), static_homes(i, "compiler")]
         if static_moves > 0:
-            self.homes.append(static_homes(i, static_moves, seed))
+            self.homes.append(static_homes(i, "sa", seed=seed, moves=static_moves))
         self.buffers = np.array(buffer_order(i, self.homes[0][0]), np.int64)
         self.position = {int(t): j for j, t in enumerate(self.buffers)}
 
@@ -113,12 +113,6 @@ class Decoder:
                 leads[j] = float(np.clip(lead, MIN_OVERLAP, MAX_OVERLAP))
         order = sorted(range(self.buffers.size), key=lambda j: (first_start.get(j, i.n_ops), j))
         return creator.DecoderIndividual([np.array(order, np.int64), leads, homes])
-
-
-def _static(instance: Instance, solver: str) -> tuple[np.ndarray, np.ndarray | None]:
-    result = solve(instance, solver, time_limit=None, problem="static")
-    offsets = result.offsets if instance.has_addressed_levels else None
-    return np.array(result.placement, np.int64), offsets
 
 
 # ---------------------------------------------------------------------- operators
@@ -224,6 +218,6 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
 
 def offer_msa(ctx: SearchContext) -> None:
     """Offer msa's solution (both homes) first: the search never returns anything worse."""
-    seed = solve(ctx.instance, "msa", time_limit=None, problem="residency", homes="best")
-    ctx.offer(seed.to_solution(), seed.latency)
+    seed = msa_start(ctx.instance, homes="best")
+    ctx.offer(seed, seed.latency)
     ctx.lower_bound = lower_bound(ctx.instance)

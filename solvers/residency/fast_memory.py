@@ -69,10 +69,7 @@ class FastMemory:
             if offset < 0 and not self._repack(level):
                 del self.chunks[level][key]
                 return False
-        self.owner[key] = level
-        self.spans[key] = (lo, hi)
-        self.sizes[key] = size
-        self.load[level, lo:hi + 1] += size
+        self._book(key, level, lo, hi, size)
         return True
 
     def reserve(self, key: Hashable, level: int, lo: int, hi: int, size: int,
@@ -80,6 +77,9 @@ class FastMemory:
         """Record a reservation made elsewhere (a home of a valid static placement) as it is."""
         if level in self.chunks:
             self.chunks[level][key] = [-1 if offset is None else int(offset), size, lo, hi]
+        self._book(key, level, lo, hi, size)
+
+    def _book(self, key: Hashable, level: int, lo: int, hi: int, size: int) -> None:
         self.owner[key] = level
         self.spans[key] = (lo, hi)
         self.sizes[key] = size
@@ -88,8 +88,8 @@ class FastMemory:
     def extend(self, key: Hashable, lo: int, hi: int) -> bool:
         """Grow `key`'s reservation to ops `lo .. hi` (a superset); False (unchanged) if no room."""
         level = self.owner[key]
-        old = self._span(key)
-        size = self._size(key)
+        old = self.spans[key]
+        size = self.sizes[key]
         extra = [k for k in range(lo, hi + 1) if not old[0] <= k <= old[1]]
         if extra and int(self.load[level, extra].max()) + size > self.capacity[level]:
             return False
@@ -108,8 +108,8 @@ class FastMemory:
 
     def release(self, key: Hashable) -> None:
         level = self.owner.pop(key)
-        lo, hi = self._span(key)
-        self.load[level, lo:hi + 1] -= self._size(key)
+        lo, hi = self.spans[key]
+        self.load[level, lo:hi + 1] -= self.sizes[key]
         self.spans.pop(key)
         self.sizes.pop(key)
         if level in self.chunks:
@@ -118,12 +118,6 @@ class FastMemory:
     def offset(self, key: Hashable) -> int | None:
         level = self.owner[key]
         return self.chunks[level][key][0] if level in self.chunks else None
-
-    def _span(self, key: Hashable) -> tuple[int, int]:
-        return self.spans[key]
-
-    def _size(self, key: Hashable) -> int:
-        return self.sizes[key]
 
     def _repack(self, level: int) -> bool:
         """Best-fit repack of every chunk of `level` (the newest one included); True

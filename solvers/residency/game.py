@@ -35,7 +35,7 @@ Every prefix of a game is itself a valid solution (each window is legal given
 the earlier ones, and the rest stay home), so `latency()` is defined at every
 step; the Gymnasium environment `memplace/Residency-v0` shapes its reward with it.
 
-The estimates (`msa.op_elapsed`: op times of the homes alone, no channel
+The estimates (`allocation._Costs`: op times of the homes alone, no channel
 contention) only order buffers and pick candidate starts; what a game is worth
 is always the simulated latency. Where the game is simpler than `msa`: one
 window per buffer (msa may give each use segment its own), so evictions are
@@ -54,9 +54,10 @@ import numpy as np
 from memplace.model.core.errors import MemplaceError
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
-from memplace.solvers import solve
+from memplace.solvers.residency.allocation import _Costs
+from memplace.solvers.residency.fast_memory import best_fit_gap
 from memplace.solvers.residency.interval_picker import IntervalPicker
-from memplace.solvers.residency.msa import op_elapsed
+from memplace.solvers.residency.starts import static_homes
 
 STAY = 0
 KINDS = ("defining", "late", "preferred", "earliest")
@@ -76,23 +77,18 @@ def n_actions(n_levels: int) -> int:
     return 1 + (n_levels - 1) * len(KINDS)
 
 
-def saving(instance: Instance, elapsed: np.ndarray, placement: np.ndarray) -> np.ndarray:
-    """Seconds each access would save if its tensor were served by level 0, every other
-    access of its op staying home (XLA's cost analysis, as `msa` computes it)."""
-    i = instance
-    home = placement[i.op_tensor]
-    memory = np.bincount(i.access_op, weights=i.op_bytes / i.bandwidth[home], minlength=i.n_ops)
-    faster = memory[i.access_op] - i.op_bytes / i.bandwidth[home] + i.op_bytes / i.bandwidth[0]
-    return elapsed[i.access_op] - np.maximum(i.compute[i.access_op], faster)
-
-
 def buffer_order(instance: Instance, placement: np.ndarray) -> np.ndarray:
     """Tensors not homed in level 0 that would save time there, by decreasing memory
     boundedness (saved seconds over the square root of the size), ties to the smaller
     index: `msa`'s order (spec section 12)."""
     i = instance
-    saved = np.bincount(i.op_tensor, weights=saving(i, op_elapsed(i, placement), placement),
-                        minlength=i.n_tensors)
+    costs = _Costs(i, placement)  # XLA's cost analysis, as `msa` computes it
+    # the seconds each access would save if its tensor were served by level 0, every other
+    # access of its op staying home
+    home = placement[i.op_tensor]
+    faster = costs.memory[i.access_op] - i.op_bytes / i.bandwidth[home] + i.op_bytes / i.bandwidth[0]
+    saving = costs.elapsed[i.access_op] - np.maximum(i.compute[i.access_op], faster)
+    saved = np.bincount(i.op_tensor, weights=saving, minlength=i.n_tensors)
     tensors = np.flatnonzero((placement > 0) & (saved > 0))
     score = saved[tensors] / np.sqrt(i.size[tensors])
     return tensors[np.lexsort((tensors, -score))].astype(np.int64)
@@ -112,18 +108,8 @@ def best_fit_offset(blocks: Sequence[Block], size: int, begin: int, end: int,
                     alignment: int, capacity: int) -> int:
     """The offset of the smallest free gap that holds `size` bytes over `begin .. end`
     (aligned; lowest offset on ties), or -1 when none does."""
-    busy = sorted((b.offset, b.offset + b.size) for b in blocks
-                  if b.begin <= end and begin <= b.end)
-    best, best_gap = -1, math.inf
-    cursor = 0
-    for lo, hi in busy + [(capacity, capacity)]:
-        if lo > cursor:
-            offset = -(-cursor // alignment) * alignment
-            gap = lo - cursor
-            if offset + size <= lo and gap < best_gap:
-                best, best_gap = offset, gap
-        cursor = max(cursor, hi)
-    return best
+    busy = [(b.offset, b.offset + b.size) for b in blocks if b.begin <= end and begin <= b.end]
+    return best_fit_gap(busy, size, alignment, capacity)
 
 
 class ResidencyGame:
@@ -146,7 +132,7 @@ class ResidencyGame:
                  home_offsets: np.ndarray | None = None, n_levels: int | None = None):
         self.instance = instance
         if homes is None:
-            homes, home_offsets = compiler_homes(instance)
+            homes, home_offsets = static_homes(instance, "compiler")
         self.homes = np.array(homes, np.int64)
         self.home_offsets = None if home_offsets is None else np.array(home_offsets, np.int64)
         self.n_levels = instance.n_levels if n_levels is None else int(n_levels)
@@ -154,10 +140,8 @@ class ResidencyGame:
             raise ValueError(f"n_levels {self.n_levels} is below the instance's {instance.n_levels}")
         self.n_actions = n_actions(self.n_levels)
         self.order = buffer_order(instance, self.homes)
-        self.elapsed = op_elapsed(instance, self.homes)  # seconds per op, homes alone
-        self.memory = np.bincount(instance.access_op, minlength=instance.n_ops,
-                                  weights=instance.op_bytes / instance.bandwidth[
-                                      self.homes[instance.op_tensor]])
+        costs = _Costs(instance, self.homes)  # seconds per op, homes alone
+        self.elapsed, self.memory = costs.elapsed, costs.memory
         self.picker = IntervalPicker(self.elapsed)
         self._base_load = load_with_windows(instance, self.homes, ())
         self._home_blocks = {
@@ -240,14 +224,9 @@ class ResidencyGame:
         home = self.homes[t]
         fast = self.memory[first] - b / i.bandwidth[home] + b / i.bandwidth[level]
         reduction = float(self.elapsed[first] - max(i.compute[first], fast))
-        latest = picker.latest_start(copy_s, low, first, reduction)
-        if latest < low:
-            return []
         max_elapsed = picker.max_elapsed(float(i.capacity[level]), float(i.copy_bandwidth[home]))
-        earliest = picker.earliest_start(low, latest, first, max_elapsed)
-        if picker.overlap(earliest, first) > max_elapsed:
-            return []
-        return [latest, picker.preferred_start(copy_s, earliest, latest, first), earliest]
+        found = picker.interval(copy_s, low, first, max_elapsed, reduction)
+        return [] if found is None else [found[2], found[1], found[0]]
 
     def legal(self) -> dict[int, Window]:
         """The legal windows of the current buffer by action (offsets filled in)."""
@@ -314,13 +293,6 @@ class ResidencyGame:
     def latency(self) -> float:
         """Simulated latency of the windows chosen so far (section 11)."""
         return self.solution().latency
-
-
-def compiler_homes(instance: Instance) -> tuple[np.ndarray, np.ndarray | None]:
-    """The static `compiler` solution's placement and offsets: the default homes."""
-    result = solve(instance, "compiler", time_limit=None)
-    offsets = result.offsets if instance.has_addressed_levels else None
-    return np.array(result.placement, np.int64), offsets
 
 
 def play(game: ResidencyGame, moves: Sequence[int]) -> ResidencySolution:

@@ -99,17 +99,26 @@ class IntervalPicker:
         first-1` satisfies `min` and `max`."""
         return list(self.iter_starts(copy_s, lo, first, max_elapsed, reduction))
 
+    def interval(self, copy_s: float, lo: int, first: int, max_elapsed: float,
+                 reduction: float = 0.0) -> tuple[int, int, int] | None:
+        """The (earliest, preferred, latest) prefetch starts in `lo .. first-1` for a use at
+        op `first`; None when no start satisfies `min` and `max`."""
+        latest = self.latest_start(copy_s, lo, first, reduction)
+        if latest < lo:
+            return None
+        earliest = self.earliest_start(lo, latest, first, max_elapsed)
+        if self.overlap(earliest, first) > max_elapsed:  # XLA would still try `latest`
+            return None
+        return earliest, self.preferred_start(copy_s, earliest, latest, first), latest
+
     def iter_starts(self, copy_s: float, lo: int, first: int, max_elapsed: float,
                     reduction: float = 0.0) -> Iterator[int]:
         """`starts` lazily: a caller that stops at the first start that fits never pays
         for the rest."""
-        latest = self.latest_start(copy_s, lo, first, reduction)
-        if latest < lo:
+        found = self.interval(copy_s, lo, first, max_elapsed, reduction)
+        if found is None:
             return
-        earliest = self.earliest_start(lo, latest, first, max_elapsed)
-        if self.overlap(earliest, first) > max_elapsed:  # XLA would still try `latest`
-            return
-        preferred = self.preferred_start(copy_s, earliest, latest, first)
+        earliest, preferred, latest = found
         yield preferred
         later, earlier = preferred + 1, preferred - 1
         widest = self.overlap(earliest, first)

@@ -19,15 +19,15 @@ a removed window leaves its slot empty (`None`).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, producer_of
+from memplace.model.residency.validation import NEVER
 from memplace.solvers.residency.fast_memory import best_fit_gap
-
-NEVER = np.iinfo(np.int64).max
 
 
 class Layout:
@@ -130,27 +130,23 @@ class Layout:
             self.windows.append(None)
         old = self.windows[slot]
         t = (new or old).tensor
-        others = [w for s, w in ((s, self.windows[s]) for s in self.by_tensor.get(t, [])) if s != slot]
-        if new is not None and not self.tensor_ok(t, int(self.homes[t]), others + [new]):
-            return False
-        if new is None and not self.tensor_ok(t, int(self.homes[t]), others):
+        kept = [self.windows[s] for s in self.by_tensor.get(t, []) if s != slot]
+        if not self.tensor_ok(t, int(self.homes[t]), kept if new is None else kept + [new]):
             return False
         if old is not None:
             self._book_window(slot, old, -1)
         if new is not None:
             size = int(self.instance.size[t])
+            off = None
             ok = self.fits(new.level, new.start, new.hold, size)
             if ok and new.level in self.chunks:
                 off = self.offset_for(new.level, new.start, new.hold, size)
                 ok = off >= 0
-                new = Window(new.tensor, new.level, new.start, new.first, new.last,
-                             off if ok else None, new.evict)
-            elif ok:
-                new = Window(new.tensor, new.level, new.start, new.first, new.last, None, new.evict)
             if not ok:
                 if old is not None:
                     self._book_window(slot, old, +1)
                 return False
+            new = replace(new, offset=off)
             self._book_window(slot, new, +1)
         self.windows[slot] = new
         slots = self.by_tensor.setdefault(t, [])

@@ -119,11 +119,9 @@ class _Tree:
         if node.untried and not node.game.is_terminal():
             node = self.child(node, node.untried.pop(0))
             path.append(node)
-            latency = node.rollout.latency
-        else:  # terminal (or nothing left to expand): its own game, already simulated
-            latency = node.rollout.latency
+        # else terminal (or nothing left to expand): its own game, already simulated
         for n in reversed(path):
-            n.record(latency)
+            n.record(node.rollout.latency)
             n.complete = n.game.is_terminal() or (
                 not n.untried and all(ch.complete for ch in n.children.values()))
 

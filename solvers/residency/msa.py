@@ -40,16 +40,12 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.model.residency.simulation import details
-from memplace.solvers import Param, SearchContext, register, solve
-# the allocator lives below msa and the GA (solvers/residency/allocation.py); its names
-# stay importable from here for existing callers (game.py uses op_elapsed)
-from memplace.solvers.residency.allocation import (MsaStats, _Costs, assign_windows,  # noqa: F401
-                                                   boundedness_order, op_elapsed)
+from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.residency.allocation import MsaStats, assign_windows
+from memplace.solvers.residency.starts import static_homes
 
 HOMES = ("slowest", "compiler", "best")
 PARAMS = {
@@ -66,12 +62,6 @@ PARAMS = {
 }
 
 
-def _static(instance: Instance, solver: str) -> tuple[np.ndarray, np.ndarray | None]:
-    result = solve(instance, solver, time_limit=None, problem="static")
-    offsets = result.offsets if instance.has_addressed_levels else None
-    return np.array(result.placement, np.int64), offsets
-
-
 def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap: float = 1.5,
                  max_overlap: float = 10.0, max_repacks: int = 16, homes: str = "slowest"
                  ) -> tuple[ResidencySolution, MsaStats]:
@@ -82,10 +72,10 @@ def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap
     began = time.perf_counter()
     ratios = dict(min_overlap=min_overlap, preferred_overlap=preferred_overlap,
                   max_overlap=max_overlap, max_repacks=max_repacks)
-    compiler = _static(instance, "compiler")
+    compiler = static_homes(instance, "compiler")
     starts = []
     if homes in ("slowest", "best"):
-        starts.append(("slowest", _static(instance, "all-slowest")))
+        starts.append(("slowest", static_homes(instance, "all-slowest")))
     if homes in ("compiler", "best"):
         starts.append(("compiler", compiler))
     best: tuple[ResidencySolution, MsaStats] | None = None

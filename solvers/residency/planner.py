@@ -28,9 +28,10 @@ import numpy as np
 from memplace.model.instance import Instance
 from memplace.model.residency import lower_bound
 from memplace.model.residency.simulation import Simulation, details
-from memplace.solvers import Param, SearchContext, solve
+from memplace.solvers import Param, SearchContext
 from memplace.solvers.residency.game import KINDS, STAY, ResidencyGame
 from memplace.solvers.residency.msa import msa_solution
+from memplace.solvers.residency.starts import static_homes
 
 HOMES = ("compiler", "slowest", "both")
 ROLLOUTS = ("msa", "none")
@@ -115,13 +116,6 @@ def rollout_policy(name: str, rng: np.random.Generator | None = None, epsilon: f
     return lambda game: msa_rollout(game, rng, epsilon)
 
 
-def static_homes(instance: Instance, solver: str) -> tuple[np.ndarray, np.ndarray | None]:
-    """A static solver's placement and offsets (None without addressed levels)."""
-    result = solve(instance, solver, time_limit=None, problem="static")
-    offsets = result.offsets if instance.has_addressed_levels else None
-    return np.array(result.placement, np.int64), offsets
-
-
 def games(instance: Instance, homes: str) -> list[tuple[str, ResidencyGame]]:
     """The games of `HOMES` to search, in turn."""
     names = ("compiler", "slowest") if homes == "both" else (homes,)
@@ -160,20 +154,14 @@ class Incumbent:
 
     def finish(self, stats: dict) -> None:
         """Notes: the searches' counts, what the kept solution holds (as msa notes it)."""
-        self.ctx.notes.update(stats)
         best = self.ctx.best
         windows = best.windows
-        self.ctx.notes.update(windows=len(windows),
+        self.ctx.notes.update(stats, windows=len(windows),
                               prefetches=sum(w.is_prefetch for w in windows),
                               evictions=sum(w.evict is not None for w in windows),
-                              waits=details(self.ctx.instance, best).waits)
-        self.ctx.notes["offered"] = self.offered
-        self.ctx.notes["from_msa"] = bool(self.ctx.best_latency == self.msa_latency
-                                          and self.offered == 0)
-
-
-__all__ = ["HOMES", "ROLLOUTS", "HOMES_PARAM", "Incumbent", "Rollout", "games", "msa_order",
-           "msa_rollout", "rollout_policy", "static_homes", "stay_rollout"]
+                              waits=details(self.ctx.instance, best).waits, offered=self.offered,
+                              from_msa=bool(self.ctx.best_latency == self.msa_latency
+                                            and self.offered == 0))
 
 
 def search_growing(ctx: SearchContext, incumbent: "Incumbent", homes: str, grow: bool,

@@ -122,15 +122,12 @@ class _Builder:
         self.integer.append(integer)
         return len(self.lo) - 1
 
-    def row(self, terms: list[tuple[int, float]], lo: float = -INF, hi: float = INF) -> int:
-        r = len(self.rlo)
-        for col, val in terms:
-            self.r.append(r)
-            self.c.append(col)
-            self.v.append(val)
+    def row(self, terms: list[tuple[int, float]], lo: float = -INF, hi: float = INF) -> None:
+        self.r += [len(self.rlo)] * len(terms)
+        self.c += [col for col, _ in terms]
+        self.v += [val for _, val in terms]
         self.rlo.append(lo)
         self.rhi.append(hi)
-        return r
 
 
 @dataclass
@@ -145,13 +142,8 @@ class Relaxation:
     prefetch: dict[tuple[int, int, int, int], list[int]]  # (t, l, h, i) -> F columns over lo..k_i-1
     lo: np.ndarray  # lo_t of every tensor
     evict: dict[tuple[int, int], list[int]]  # (t, h) -> V columns over p+1 .. end-1
-    cont: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (t, l, i) -> c column
     starts: dict[tuple[int, int, int], list[int]] = field(default_factory=dict)  # (t, l, i) -> Y columns
     stats: dict = field(default_factory=dict)
-
-    @property
-    def n_cols(self) -> int:
-        return len(self.builder.lo)
 
 
 def tensor_accesses(inst: Instance, t: int) -> list[tuple[int, int, int]]:
@@ -203,7 +195,6 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
     s: dict[tuple[int, int], int] = {}
     prefetch: dict[tuple[int, int, int, int], list[int]] = {}
     evict: dict[tuple[int, int], list[int]] = {}
-    conts: dict[tuple[int, int, int], int] = {}
     starts: dict[tuple[int, int, int], list[int]] = {}
     lo_of = np.zeros(T, np.int64)
 
@@ -293,7 +284,6 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
                 c = -1
                 if i:
                     c = b.col()
-                    conts[t, l, i] = c
                     b.row([(c, 1.0)] + ([(c_prev, -1.0)] if c_prev >= 0 else [])
                           + [(col, -1.0) for col in w_prev_pf], hi=0.0)
                     serve.append((c, -1.0))
@@ -399,11 +389,11 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
                 n_cap += 1
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
              "binaries": int(sum(b.integer)), "capacity_rows": n_cap}
-    return Relaxation(inst, scale, b, x, s, prefetch, lo_of, evict, conts, starts, stats)
+    return Relaxation(inst, scale, b, x, s, prefetch, lo_of, evict, starts, stats)
 
 
-def highs_lp(model: Relaxation, relax: bool = False):
-    """The model as a highspy HighsLp (integrality dropped when `relax`)."""
+def highs_lp(model: Relaxation):
+    """The model as a highspy HighsLp."""
     b = model.builder
     n_cols = len(b.lo)
     rows = np.asarray(b.r, np.int64)
@@ -415,7 +405,7 @@ def highs_lp(model: Relaxation, relax: bool = False):
     np.cumsum(np.bincount(cols, minlength=n_cols), out=start[1:])
     return column_lp(np.asarray(b.cost, np.float64), np.asarray(b.lo, np.float64),
                      np.asarray(b.hi, np.float64), np.asarray(b.rlo, np.float64),
-                     np.asarray(b.rhi, np.float64), start, rows, vals, b.integer, relax)
+                     np.asarray(b.rhi, np.float64), start, rows, vals, b.integer)
 
 
 # HiGHS's dual bound is proven up to its feasibility tolerances: the bound reported is
@@ -429,34 +419,25 @@ class Outcome:
 
     bound: float
     values: np.ndarray | None
-    objective: float  # seconds: the model objective of `values` (inf if none)
     status: str
     nodes: int
     seconds: float
 
 
 def solve_relaxation(model: Relaxation, time_limit: float | None, gap: float = 1e-4,
-                     threads: int = 1, seed: int = 0, relax: bool = False,
-                     should_stop=None) -> Outcome:
+                     threads: int = 1, seed: int = 0, should_stop=None) -> Outcome:
     """Run HiGHS on the model; the bound is its proven dual bound (lowered by
-    BOUND_MARGIN), or the LP optimum with `relax`."""
+    BOUND_MARGIN)."""
     h = new_highs(threads, seed, time_limit)
     h.setOptionValue("mip_rel_gap", float(gap))
-    h.passModel(highs_lp(model, relax))
-    seconds = run(h, None if relax else should_stop)
+    h.passModel(highs_lp(model))
+    seconds = run(h, should_stop)
     status = h.modelStatusToString(h.getModelStatus())
     info = h.getInfo()
-    values, objective = None, INF
+    values = None
     if info.primal_solution_status == 2:
         values = np.array(h.getSolution().col_value, dtype=np.float64)
-        objective = float(info.objective_function_value) * model.scale
-    if relax:
-        bound = objective if status == "Optimal" else -INF
-        nodes = 0
-    else:
-        bound = info.mip_dual_bound
-        bound = bound * model.scale if math.isfinite(bound) else -INF
-        nodes = int(info.mip_node_count)
-    bound = max(bound * (1 - BOUND_MARGIN), model.instance.compute_floor()) if math.isfinite(bound) \
-        else model.instance.compute_floor()
-    return Outcome(bound, values, objective, status, nodes, seconds)
+    bound = info.mip_dual_bound * model.scale
+    floor = model.instance.compute_floor()
+    bound = max(bound * (1 - BOUND_MARGIN), floor) if math.isfinite(bound) else floor
+    return Outcome(bound, values, status, int(info.mip_node_count), seconds)

@@ -321,13 +321,12 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
         ctx.offer(starts[1], starts[1].latency)
     if restarts < len(starts):  # one anneal: from the better start
         starts = [min(starts, key=lambda s: s.latency)]
-    last = [time.perf_counter(), None]
+    last = [time.perf_counter()]  # when the best was last offered
 
     def on_best(sol: ResidencySolution, lat: float) -> None:
-        last[1] = sol
         if time.perf_counter() - last[0] >= offer_every:
             ctx.offer(sol)
-            last[0], last[1] = time.perf_counter(), None
+            last[0] = time.perf_counter()
 
     best = starts[0]
     for r in range(restarts):

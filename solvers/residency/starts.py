@@ -19,15 +19,13 @@ from memplace.solvers.residency.allocation import assign_windows
 
 def msa_start(instance: Instance, homes: str = "best") -> ResidencySolution:
     """msa's solution, run through solve() (so it is validated), its latency set."""
-    result = solve(instance, "msa", time_limit=None, problem="residency", homes=homes)
-    sol = result.to_solution()
-    sol.latency = result.latency
-    return sol
+    return solve(instance, "msa", time_limit=None, problem="residency", homes=homes).to_solution()
 
 
-def static_homes(instance: Instance, moves: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """The static `sa`'s placement after `moves` moves (and its offsets on addressed levels)."""
-    result = solve(instance, "sa", time_limit=None, seed=seed, problem="static", moves=moves)
+def static_homes(instance: Instance, solver: str, **params) -> tuple[np.ndarray, np.ndarray | None]:
+    """A static solver's placement (run through solve(), `params` its seed and parameters)
+    and its offsets (None without addressed levels)."""
+    result = solve(instance, solver, time_limit=None, problem="static", **params)
     offsets = result.offsets if instance.has_addressed_levels else None
     return np.array(result.placement, np.int64), offsets
 
@@ -35,7 +33,7 @@ def static_homes(instance: Instance, moves: int, seed: int) -> tuple[np.ndarray,
 def static_start(instance: Instance, moves: int, seed: int) -> ResidencySolution:
     """The static `sa`'s placement with msa's windows over it, or without windows when
     those do not help; its latency set."""
-    place, offsets = static_homes(instance, moves, seed)
+    place, offsets = static_homes(instance, "sa", seed=seed, moves=moves)
     bare = ResidencySolution(instance.name, place, offsets)
     bare.latency = simulate(instance, bare)
     sol, _ = assign_windows(instance, place, offsets)

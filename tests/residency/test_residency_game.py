@@ -14,7 +14,7 @@ from memplace.solvers.residency.game import (KINDS, STAY, Block, IllegalMove, Re
                                              action_of, best_fit_offset, buffer_order,
                                              greedy_lookahead, play)
 from memplace.solvers.residency.interval_picker import IntervalPicker
-from memplace.solvers.residency.msa import _Costs, boundedness_order
+from memplace.solvers.residency.allocation import _Costs, boundedness_order
 from randominst import random_instance_dict
 
 

@@ -16,7 +16,8 @@ from memplace.model.residency import simulate, validate
 from memplace.solvers import solver_info
 from memplace.solvers.residency.fast_memory import FastMemory, best_fit_gap
 from memplace.solvers.residency.interval_picker import IntervalPicker
-from memplace.solvers.residency.msa import _static, assign_windows, msa_solution
+from memplace.solvers.residency.msa import assign_windows, msa_solution
+from memplace.solvers.residency.starts import static_homes
 from randominst import random_instance_dict
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -148,7 +149,7 @@ def _check(inst: Instance) -> None:
     check = validate(inst, sol)
     assert check.valid, check.errors[:3]
     assert math.isclose(check.latency, sol.latency, rel_tol=1e-9)
-    compiler = latency(inst, _static(inst, "compiler")[0])
+    compiler = latency(inst, static_homes(inst, "compiler")[0])
     assert sol.latency <= compiler * (1 + 1e-12)
     assert stats.windows == len(sol.windows)
 
@@ -175,7 +176,7 @@ def test_msa_makes_windows_where_streaming_pays():
     """bert-base@tpu: XLA's homes with prefetched weights beat the compiler's pinned ones."""
     sol, stats = msa_solution(load("bert-base@tpu"))
     assert not stats.fallback and stats.prefetches > 0
-    assert sol.latency < latency(load("bert-base@tpu"), _static(load("bert-base@tpu"), "compiler")[0])
+    assert sol.latency < latency(load("bert-base@tpu"), static_homes(load("bert-base@tpu"), "compiler")[0])
 
 
 def test_msa_is_deterministic():
