@@ -99,7 +99,7 @@ def run_batch(plan: Plan, batch: Batch, store: RunStore, jobs: int, dask: str | 
         return []
     store.folder.mkdir(parents=True, exist_ok=True)
     (store.folder / "plan.toml").write_text(plan.text, encoding="utf-8")
-    load_kernels(plan.solvers if plan.problem == "static" else [])  # workers find them cached
+    load_kernels(plan.solvers, plan.problem)  # workers find them cached
     expected = {task.key for task in batch.todo}
     results = (dask_results(batch.todo, dask, jobs) if dask
                else local_results(batch.todo, jobs))

@@ -100,7 +100,7 @@ def run(task: Task) -> dict[str, Any]:
             return failure_record(task, "error", f"instance {task.source} changed since the "
                                   f"plan was read (sha256 {sha[:12]}, expected {task.sha256[:12]})",
                                   time.perf_counter() - began)
-        load_kernels([task.solver])
+        load_kernels([task.solver], task.problem)
         _arm_limits(task)
         try:
             result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
@@ -119,16 +119,17 @@ def run(task: Task) -> dict[str, Any]:
                               time.perf_counter() - began)
 
 
-def load_kernels(solvers: list[str]) -> None:
+def load_kernels(solvers: list[str], problem: str = "static") -> None:
     """Load the compiled kernels of the model and of the built-in solvers among `solvers`
     from the disk cache now (compiling them if they are not there yet), so that a run's
-    clock and trace measure the search, not the loading."""
+    clock and trace measure the search, not the loading. A residency solver starts from
+    static solvers' placements (`compiler`, `sa`), so for it every static one is loaded."""
     from memplace.bench.plan import builtin_solvers
     from memplace.model import warmup
     from memplace.solvers import warm_solvers
     warmup()
-    builtin = builtin_solvers()  # the static problem's (residency solvers warm themselves)
-    names = [name for name in solvers if name in builtin]
+    builtin = builtin_solvers()  # the static problem's
+    names = [name for name in solvers if name in builtin] if problem == "static" else builtin
     if names:  # (an empty list would mean every registered solver)
         warm_solvers(names)
 

@@ -44,4 +44,18 @@ def warmup() -> float:
     cost.move_delta(inst, place, 0, 1)
     cost.capacity_ok(inst, place)
     rectification.rectify(inst, place)
+    _residency(inst, place)
     return time.perf_counter() - began
+
+
+def _residency(inst, place: np.ndarray) -> None:
+    """The residency simulator's kernels: a full run, a batch, and a one-window change
+    tried, kept, tried again and undone."""
+    from memplace.model.residency import Simulation, Window, simulate_batch
+    window = Window(tensor=2, level=0, start=1, first=1, last=2, offset=0)
+    simulate_batch(inst, place, [[], [window]])
+    sim = Simulation(inst, place, [])
+    sim.try_change(0, window)
+    sim.accept()
+    sim.try_change(0, Window(tensor=2, level=0, start=1, first=1, last=1, offset=0, evict=(2, 3)))
+    sim.reject()

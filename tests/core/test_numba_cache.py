@@ -76,3 +76,15 @@ def test_compiled_kernels_land_in_the_cache_folder_not_the_package(tmp_path):
     assert _python(code, XDG_CACHE_HOME=str(tmp_path)) == "True"
     assert list((tmp_path / "memplace" / "numba").rglob("*capacity_ok_kernel*.nbi"))
     assert set(Path(package.__file__).parent.rglob("*.nbi")) == in_package
+
+
+def test_warmup_compiles_the_residency_simulator_too(tmp_path):
+    """`memplace warmup`, the harness and `memplace solve` compile before a run's clock
+    starts; a residency run once spent its 30 s compiling and returned all-slowest."""
+    code = ("from memplace.model import warmup\n"
+            "from memplace.model.residency import kernels as k\n"
+            "warmup()\n"
+            "print(sorted(f.__name__ for f in (k.run_kernel, k.batch_kernel, k.change_kernel,\n"
+            "             k.try_change_kernel, k.replay_kernel, k.encode_kernel) if f.signatures))")
+    assert _python(code) == str(sorted(["run_kernel", "batch_kernel", "change_kernel",
+                                        "try_change_kernel", "replay_kernel", "encode_kernel"]))
