@@ -20,6 +20,7 @@ from memplace.solvers.warm import warm_solvers
 __all__ = ["Param", "ParameterError", "Result", "SearchContext", "SolverInfo", "register",
            "registry", "solve", "solver_info", "solvers_of", "load_solver_modules", "warm_solvers"]
 
+
 def load_solver_modules() -> None:
     """Import every module of this package, so each registers its solvers (the registry
     calls it once; importing again is a no-op)."""

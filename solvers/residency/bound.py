@@ -270,9 +270,12 @@ def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> No
         ctx.count(1)
         ctx.offer(sol, sol.latency)
 
+    def proved(value: float) -> None:
+        ctx.lower_bound = value
+
     limit = None if ctx.time_limit is None else max(0.05, ctx.remaining() - 0.5)
     res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop,
-                              offer, lambda value: setattr(ctx, "lower_bound", value))
+                              offer, proved)
     ctx.notes.update(res.notes)
     if res.incumbent is not None:  # the relaxation's own windows, repaired and simulated
         ctx.notes["relaxation_incumbent"] = res.incumbent.latency
