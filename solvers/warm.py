@@ -20,24 +20,6 @@ def warm_solvers(names: list[str] | None = None, problem: str = "static") -> lis
     return done
 
 
-def builtin_solvers(problem: str = "static") -> list[str]:
-    """The solvers of `problem` memplace itself registers (not those of a plan's own modules)."""
-    from memplace.solvers import registry
-    return [name for name, info in registry(problem).items()
-            if info.fn.__module__.startswith("memplace.solvers.")]
-
-
-def load_kernels(solvers: list[str], problem: str = "static") -> None:
-    """Load the compiled kernels of the model and of the built-in solvers of `problem`
-    among `solvers` from the disk cache now (compiling them if they are not there yet),
-    so that a run's clock and trace measure the search, not the loading."""
-    names = [name for name in solvers if name in builtin_solvers(problem)]
-    if names:  # (an empty list would mean every registered solver)
-        warm_solvers(names, problem)
-    else:
-        warmup()
-
-
 def _warm_packers() -> None:
     """Compile the offset packers: every method on a five-buffer example."""
     from memplace.model.packing.packers import PACKERS, Buffer, pack
