@@ -120,17 +120,18 @@ def run(task: Task) -> dict[str, Any]:
 
 
 def load_kernels(solvers: list[str], problem: str = "static") -> None:
-    """Load the compiled kernels of the model and of the built-in solvers of `problem`
-    among `solvers` from the disk cache now (compiling them if they are not there yet),
-    so that a run's clock and trace measure the search, not the loading."""
+    """Load the compiled kernels of the model and of the built-in solvers among `solvers`
+    from the disk cache now (compiling them if they are not there yet), so that a run's
+    clock and trace measure the search, not the loading. A residency solver starts from
+    static solvers' placements (`compiler`, `sa`), so for it every static one is loaded."""
     from memplace.bench.plan import builtin_solvers
     from memplace.model import warmup
     from memplace.solvers import warm_solvers
     warmup()
-    builtin = builtin_solvers(problem)
-    names = [name for name in solvers if name in builtin]
+    builtin = builtin_solvers()  # the static problem's
+    names = [name for name in solvers if name in builtin] if problem == "static" else builtin
     if names:  # (an empty list would mean every registered solver)
-        warm_solvers(names, problem)
+        warm_solvers(names)
 
 
 def _arm_limits(task: Task) -> None:

@@ -5,16 +5,15 @@ from memplace.model import Instance
 from memplace.model.warmup import tiny_instance_dict, warmup
 
 
-def warm_solvers(names: list[str] | None = None, problem: str = "static") -> list[str]:
-    """Run each solver of `problem` (all its registered ones by default) on a three-op
-    instance, stopping at its first incumbent, so its kernels are compiled and cached on
-    disk (a residency solver's include those of the static solvers it starts from)."""
+def warm_solvers(names: list[str] | None = None) -> list[str]:
+    """Run each solver (all registered ones by default) on a three-op instance, stopping
+    at its first incumbent, so its kernels are compiled and cached on disk."""
     from memplace.solvers import registry, solve
     warmup()
     inst = Instance.from_dict(tiny_instance_dict())
     done = []
-    for name in names or list(registry(problem)):
-        solve(inst, name, time_limit=120.0, seed=0, callback=lambda *_: True, problem=problem)
+    for name in names or list(registry()):
+        solve(inst, name, time_limit=120.0, seed=0, callback=lambda *_: True)
         done.append(name)
     _warm_packers()
     return done

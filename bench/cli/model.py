@@ -154,13 +154,10 @@ def warmup_command() -> None:
     """Compile every Numba kernel once (cached on disk for later commands)."""
     from memplace.model.core.numba_cache import cache_dir
     seconds = warmup()
-    from memplace.model.core.problem import PROBLEMS
     from memplace.solvers import registry, warm_solvers
-    for name in PROBLEMS.names():
-        solvers = warm_solvers(problem=name)
-        click.echo(f"{name} solvers warmed: {', '.join(solvers) or 'none'} "
-                   f"(of {len(registry(name))})")
-    click.echo(f"kernels ready in {seconds:.2f} s; Numba cache: {cache_dir()}")
+    solvers = warm_solvers()
+    click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
+               f"(of {len(registry())}); Numba cache: {cache_dir()}")
 
 
 COMMANDS = [evaluate_command, validate_command, perf_command, warmup_command]
