@@ -63,7 +63,10 @@ def test_milp_optimum_on_a_chain_where_highs_alone_stopped_early():
     assert dp.latency == pytest.approx(5.030990703998506e-06, rel=1e-12)
     assert exact.latency == pytest.approx(dp.latency, rel=1e-9)
     assert exact.lower_bound <= dp.latency * (1 + 1e-9)
-    assert exact.status == "optimal" and exact.notes["verify_disagrees"]
+    assert exact.status == "optimal"
+    # the verification is what caught 1.15.1's early stop; HiGHS 1.16 no longer stops early
+    if _highs_version() < (1, 16):
+        assert exact.notes["verify_disagrees"]
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -107,3 +110,8 @@ def test_coarse_buckets_are_reported_as_rounding():
     dp = solve(inst, "dp", time_limit=30, buckets=2)
     assert dp.notes["rounded_levels"] >= 1 and not dp.notes["exact"]
     assert dp.status == "feasible" and dp.lower_bound is None
+
+
+def _highs_version() -> tuple[int, ...]:
+    from importlib.metadata import version
+    return tuple(int(x) for x in version("highspy").split(".")[:2])
