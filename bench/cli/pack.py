@@ -6,7 +6,6 @@ every buffer (which proves nothing).
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ import click
 
 from memplace.bench.cli.values import BYTES, SECONDS, count
 from memplace.model.core.errors import MemplaceError
+from memplace.model.packing import BENCHMARKS
 from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
 from memplace.model.packing.exact import search_workers
 from memplace.model.packing.generate import generate, heldout_set, write_csv
@@ -27,10 +27,7 @@ EXIT_HEURISTIC_FAILED = 4
 
 # MiniMalloc's published C++ solve times (ASPLOS 2023 talk) for the challenging suite.
 MINIMALLOC_SECONDS = {"A": 4.910, "B": 3.661, "C": 0.637, "D": 2.674, "E": 3.717, "F": 5.358}
-# The project's shared folder sits beside the repository; MEMPLACE_SHARED overrides it.
-DEFAULT_BENCH_DIR = Path(os.environ.get(
-    "MEMPLACE_SHARED", Path(__file__).resolve().parent.parent.parent / "shared")) \
-    / "benchmarks" / "minimalloc" / "challenging"
+DEFAULT_BENCH_DIR = BENCHMARKS / "minimalloc" / "challenging"
 
 
 @click.command("pack")

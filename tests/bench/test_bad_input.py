@@ -25,12 +25,12 @@ from memplace.instances import builtin_path
 from memplace.model import Instance, InstanceError, Solution, SolutionError
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.reading import shown
+from memplace.model.packing import BENCHMARKS
 from memplace.model.packing.minimalloc_csv import read_buffers
 from memplace.solvers import solve
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("MEMPLACE_SHARED", ROOT.parent / "shared"))
-MINIMALLOC_CSV = SHARED / "benchmarks" / "minimalloc" / "examples" / "input.12.csv"
+MINIMALLOC_CSV = BENCHMARKS / "minimalloc" / "examples" / "input.12.csv"
 INSTANCES = ("vgg16@edge-npu", "vgg16@nnpi")  # small; edge-npu has an addressed level
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 30)), deadline=None, derandomize=not os.environ.get("FUZZ_EXAMPLES"),
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""ONNX import (issue 15) on real exports (the shared folder's ResNet-50 from the dynamo exporter
+"""ONNX import (issue 15) on real exports (the packaged ResNet-50 from the dynamo exporter
 and BERT-base from the TorchScript exporter) and the round trip of built-in workloads."""
 from __future__ import annotations
 
@@ -12,17 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from memplace.bench.cli import main
+import memplace.instances.onnx
 from memplace.instances import from_onnx, workload
 
 
 def _shared_onnx_folder() -> Path:
-    # The shared folder sits beside the repository (in CI too), and beside the folder of
-    # worktrees when the repository is a worktree.
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "benchmarks" / "onnx"
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("shared/benchmarks/onnx not found beside the repository")
+    return Path(memplace.instances.onnx.__file__).resolve().parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")

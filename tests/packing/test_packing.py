@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import os
 from pathlib import Path
 
 import numpy as np
@@ -14,15 +13,13 @@ from hypothesis import strategies as st
 
 from memplace.bench.cli import main
 from memplace.model.core.errors import MemplaceError
+from memplace.model.packing import BENCHMARKS
 from memplace.model.packing.minimalloc_csv import read_buffers
 from memplace.model.packing.heuristics import FIRST_FIT, place_in_order
 from memplace.model.packing.packers import PACKERS, Buffer, check_packing, minimize, pack, peak_live_size
 from packing_oracles import drop_order_optimum, small_instances
 
-# The shared folder sits beside the repository (in CI too); MEMPLACE_SHARED overrides it,
-# as for `memplace pack-bench` (a git worktree may live elsewhere).
-BENCH = Path(os.environ.get("MEMPLACE_SHARED", Path(__file__).resolve().parents[3]
-                            / "shared")) / "benchmarks" / "minimalloc"
+BENCH = BENCHMARKS / "minimalloc"
 EXAMPLE = BENCH / "examples" / "input.12.csv"
 EXAMPLE_ROWS = [("b1", 0, 3, 4), ("b2", 3, 9, 4), ("b3", 0, 9, 4), ("b4", 9, 21, 4), ("b5", 0, 21, 4)]
 
