@@ -1,11 +1,14 @@
 """Result plots as PNG and SVG (matplotlib, Agg backend), from `Results`.
 
-- convergence_seconds / convergence_evaluations: best latency found so far (as %
-  above the instance's best known) against seconds and against evaluations, one
-  panel per instance; per solver the median over its seeds (line, from the moment
-  every seed has a result) and the range from best to worst seed (band);
+- convergence_seconds / convergence_evaluations: COCO/BBOB's runtime ECDF, the fraction
+  of (instance, target) pairs each solver has reached against seconds and against
+  evaluations, targets 10%, 1%, 0.1% and 0.01% above the instance's best known, one
+  curve per solver over all instances (an instance weighs the same whatever its seeds);
 - performance_profile: Dolan-More profile over instances of each solver's mean
-  latency over seeds, as a ratio to the best solver on that instance;
+  latency over seeds, relative to the best solver on that instance, drawn as % above
+  the best on a log axis;
+Every solver keeps one colour, marker and line style in both plots, and legends list
+the solvers best first.
 - placement_<instance>: the best placement found for the instance: the load of
   each level with a capacity over the schedule against that capacity, and how
   many bytes each op moves from each level.
@@ -14,16 +17,14 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from memplace.bench.results import Results
+from memplace.bench.results import Results, reach
 from memplace.bench.store import is_ok
 
-GRID_POINTS = 200
 
 
 def _pyplot():
@@ -47,71 +48,84 @@ def _save(fig, folder: Path, stem: str) -> list[Path]:
     return paths
 
 
-def best_so_far(trace: list[list[float]], axis: int, grid: np.ndarray) -> np.ndarray:
-    """The trace's best latency at each grid value of `axis` (0 seconds, 1 evaluations);
-    nan before its first point."""
-    points = np.asarray(trace, np.float64).reshape(-1, 3)
-    out = np.full(grid.shape, np.nan)
-    if points.size:
-        index = np.searchsorted(points[:, axis], grid, side="right") - 1
-        has = index >= 0
-        out[has] = points[index[has], 2]
-    return out
+# COCO's targets for the runtime ECDF: fractions above the instance's best known latency.
+ECDF_TARGETS = (1e-1, 1e-2, 1e-3, 1e-4)
+PROFILE_FLOOR = 1e-5  # the profile's left edge: within 0.001% of the best counts as the best
+_MARKERS = "osD^vP*Xh<>p"
+_LINESTYLES = ("-", "--", "-.", ":")
 
 
-def _grid(results: Results, axis: int) -> np.ndarray:
-    values = [p[axis] for r in results.records if is_ok(r) for p in r["trace"]]
-    low = min((v for v in values if v > 0), default=1e-3)
-    high = max(values + [low * 10])
-    return np.concatenate([[0.0], np.geomspace(low, high, GRID_POINTS)])
+def solver_styles(solvers: list[str]) -> dict[str, dict[str, Any]]:
+    """One colour, marker and line style per solver, the same in every plot of a report:
+    ten colours, then the next line style, each with its own marker."""
+    import matplotlib.pyplot as plt
+    return {s: {"color": plt.cm.tab10(i % 10), "marker": _MARKERS[i % len(_MARKERS)],
+                "linestyle": _LINESTYLES[(i // 10) % len(_LINESTYLES)]}
+            for i, s in enumerate(sorted(solvers))}
 
 
-def _panels(plt, count: int):
-    cols = min(3, count)
-    rows = math.ceil(count / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
-    for ax in axes.flat[count:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat[:count])
+def _marker_points(curve: np.ndarray, rank: int, every: int = 45) -> list[int]:
+    """Where a curve gets its markers: along its rise (spaced, staggered by `rank` so
+    curves that run together still show each marker) and where it reaches its final
+    value, never along the flat stretches at 0 and 1 that many curves share."""
+    final = curve[-1]
+    rising = np.flatnonzero((curve > 0) & (curve < final))
+    points = rising[(rising + rank * 7) % every == 0].tolist()
+    return sorted(set(points + [int(np.argmax(curve >= final))]))
+
+
+def target_hits(results: Results, axis: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per solver, COCO's runtime-ECDF data: for every (instance, target) pair, the seconds
+    (axis 0) or evaluations (axis 1) each run took to get within the target of the
+    instance's best known (inf if never), with each run's weight: an instance counts
+    once whatever its number of seeds, so weights sum to 1 over the instances."""
+    hits: dict[str, tuple[list[float], list[float]]] = {s: ([], []) for s in results.solvers}
+    instances = [i for i in results.instances if results.best_known(i)]
+    for instance in instances:
+        known = results.best_known(instance)
+        for solver in results.solvers:
+            runs = results.runs(instance, solver)
+            for record in runs:
+                for target in ECDF_TARGETS:
+                    hits[solver][0].append(reach(record, known * (1 + target))[axis])
+                    hits[solver][1].append(1.0 / (len(runs) * len(ECDF_TARGETS) * len(instances)))
+    return {s: (np.asarray(x, np.float64), np.asarray(w, np.float64)) for s, (x, w) in hits.items()}
 
 
 def convergence(results: Results, folder: Path, axis: int) -> list[Path]:
-    """Best latency so far, as % above the instance's best known, against seconds
-    (axis 0) or evaluations (axis 1)."""
+    """COCO's runtime ECDF: the fraction of (instance, target) pairs a solver has reached,
+    against seconds (axis 0) or placements evaluated (axis 1), targets 10%, 1%, 0.1% and
+    0.01% above each instance's best known latency, seeds averaged per instance."""
     plt = _pyplot()
     label = ("seconds", "evaluations")[axis]
-    grid = _grid(results, axis)
-    fig, axes = _panels(plt, len(results.instances))
-    colors = {s: plt.cm.tab20(i % 20) for i, s in enumerate(results.solvers)}
-    lines = {}
-    for ax, instance in zip(axes, results.instances):
-        known = results.best_known(instance)
-        for solver in results.solvers:
-            runs = results.ok_runs(instance, solver)
-            if not runs or not known:
-                continue
-            curves = np.array([best_so_far(r["trace"], axis, grid) for r in runs])
-            curves = 100.0 * (curves / known - 1.0)
-            median = np.median(curves, axis=0)  # drawn once every seed has a result
-            lines[solver], = ax.step(grid, median, where="post", color=colors[solver], lw=1.4)
-            if len(runs) > 1:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)  # all-nan before any result
-                    low, high = np.nanmin(curves, axis=0), np.nanmax(curves, axis=0)
-                ax.fill_between(grid, low, high, step="post", color=colors[solver], alpha=0.2, lw=0)
-        ax.set_xscale("symlog", linthresh=grid[1])
-        ax.set_yscale("symlog", linthresh=0.01)
-        ax.set_ylim(bottom=0)
-        ax.set_title(f"{instance} (best known {known * 1e6:.4g} µs)" if known else instance,
-                     fontsize=10)
-        ax.set_xlabel(label)
-        ax.set_ylabel("% above best known")
-        ax.grid(alpha=0.3)
-    fig.suptitle(f"Best latency so far against {label}: median over seeds (line), "
-                 "best to worst seed (band)")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.legend(list(lines.values()), list(lines), loc="lower center",
-               ncol=min(6, max(1, len(lines))), fontsize=8, frameon=False)
+    hits = target_hits(results, axis)
+    finite = np.concatenate([x[np.isfinite(x)] for x, _ in hits.values()] + [np.zeros(0)])
+    low = max(float(finite[finite > 0].min()) if (finite > 0).any() else 1e-3, 1e-6)
+    high = max(float(finite.max()) if finite.size else 1.0, low * 10)
+    grid = np.geomspace(low / 2, high * 1.5, 400)
+    curves = {s: np.array([w[x <= t].sum() for t in grid]) for s, (x, w) in hits.items()}
+    # legend by result: most pairs reached, then earliest (area under the curve)
+    order = sorted(curves, key=lambda s: (-round(curves[s][-1], 9), -curves[s].mean(), s))
+    styles = solver_styles(results.solvers)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for rank, solver in enumerate(order):
+        ax.step(grid, curves[solver], where="post", lw=1.6, markersize=5,
+                markevery=_marker_points(curves[solver], rank), label=f"{solver} ({curves[solver][-1]:.0%})",
+                **styles[solver])
+    ax.set_xscale("log")
+    ax.set_xlim(grid[0], grid[-1])
+    ax.set_ylim(-0.02, 1.02)
+    words = "seconds since the run started" if axis == 0 else "placements evaluated"
+    ax.set_xlabel(f"{words} (log scale)")
+    ax.set_ylabel("fraction of (instance, target) pairs reached")
+    targets = ", ".join(f"{100 * t:g}%" for t in ECDF_TARGETS)
+    ax.set_title(f"Runtime ECDF over {len(results.instances)} instances: targets {targets} "
+                 "above the best known\n(seeds averaged per instance; legend: pairs reached "
+                 "at the end)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False,
+              title="solver (best first)", title_fontsize=8)
+    fig.tight_layout()
     return _save(fig, folder, f"convergence_{label}")
 
 
@@ -132,26 +146,40 @@ def profile_ratios(results: Results) -> dict[str, list[float]]:
 
 
 def performance_profile(results: Results, folder: Path) -> list[Path]:
+    """Dolan-More performance profile of each solver's mean latency over seeds, with the
+    ratio to the best solver drawn as % above it on a log axis, so solvers that differ by
+    0.01% do not hide under one vertical line at 1.0; within 0.001% counts as the best."""
     plt = _pyplot()
     ratios = profile_ratios(results)
-    finite = [r for rs in ratios.values() for r in rs if math.isfinite(r)]
-    top = max(finite + [1.0]) * 1.05 + 1e-9
-    taus = np.geomspace(1.0, top, 400)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, solver in enumerate(results.solvers):
-        rs = np.asarray(ratios[solver])
-        fraction = [(rs <= tau * (1 + 1e-12)).sum() / len(rs) for tau in taus]
-        ax.step(taus, fraction, where="post", label=solver, color=plt.cm.tab20(i % 20))
-    ax.set_xscale("log", base=2)  # as Dolan and More draw it
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("latency / best solver's latency on the instance (mean over seeds)")
-    ax.set_ylabel("fraction of instances")
-    ax.set_ylim(0, 1.02)
-    ax.set_title(f"Performance profile over {len(results.instances)} instances")
+    excess = {s: np.maximum(np.asarray(r, np.float64) - 1.0, PROFILE_FLOOR)
+              for s, r in ratios.items()}
+    finite = [e for es in excess.values() for e in es if math.isfinite(e)]
+    top = max(finite + [PROFILE_FLOOR * 10]) * 1.5
+    taus = np.geomspace(PROFILE_FLOOR, top, 500)
+    curves = {s: np.array([(e <= t * (1 + 1e-12)).mean() if e.size else 0.0 for t in taus])
+              for s, e in excess.items()}
+    order = sorted(curves, key=lambda s: (-curves[s][0], -curves[s].mean(), s))
+    styles = solver_styles(results.solvers)
+    n = len(results.instances)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for rank, solver in enumerate(order):
+        best = int(round(curves[solver][0] * len(excess[solver])))
+        ax.step(taus, curves[solver], where="post", lw=1.6, markersize=5,
+                markevery=_marker_points(curves[solver], rank),
+                label=f"{solver} (best on {best}/{len(excess[solver])})", **styles[solver])
+    ax.set_xscale("log")
+    ax.set_xlim(PROFILE_FLOOR, top)
+    from matplotlib.ticker import FuncFormatter
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _: "best" if v <= PROFILE_FLOOR * 1.0001 else f"{100 * v:g}%"))
+    ax.set_xlabel("latency above the best solver's on the instance (log scale; "
+                  "mean over seeds)")
+    ax.set_ylabel("fraction of instances within that")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(f"Performance profile (Dolan-More) over {n} instances", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False,
+              title="solver (best first)", title_fontsize=8)
     fig.tight_layout()
     return _save(fig, folder, "performance_profile")
 

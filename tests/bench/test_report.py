@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memplace.bench.cli import main
-from memplace.bench.report_plots import best_so_far, profile_ratios
+from memplace.bench.report_plots import ECDF_TARGETS, profile_ratios, target_hits
 from memplace.bench.results import Results, reach, shifted_geomean
 from memplace.bench.store import FIELDS
 from memplace.model import Instance, slowest_latency
@@ -131,12 +131,18 @@ def test_profile_ratios_and_convergence_curves_follow_the_runs(runs):
     ratios = profile_ratios(results)
     assert ratios["A"] == [1.0]
     assert ratios["compiler"] == [pytest.approx(1 / 0.9025, rel=1e-12)]
+    # runtime ECDF: A's three seeds (0.9 C best known) against 4 targets each
+    seconds, weights = target_hits(results, 0)["A"]
+    assert weights.sum() == pytest.approx(1.0) and len(seconds) == 3 * len(ECDF_TARGETS)
+    by_seed = sorted(seconds.reshape(3, len(ECDF_TARGETS)).tolist())  # 10%, 1%, 0.1%, 0.01%
+    assert by_seed == [[0.2, 0.2, math.inf, math.inf],  # the retried seed 1: 0.905 C
+                       [0.5, 2.0, 2.0, 2.0],  # seed 0: 0.95 C at 0.5 s, 0.9 C at 2 s
+                       [math.inf] * 4]  # seed 2 timed out
+    evaluations, _ = target_hits(results, 1)["A"]
+    assert [10.0, 40.0, 40.0, 40.0] in evaluations.reshape(3, -1).tolist()
+    compiler, _ = target_hits(results, 0)["compiler"]
+    assert np.isinf(compiler).all()  # 1/0.9 - 1 = 11% above the best known: no target
     c = runs["c"]
-    trace = runs["records"][2]["trace"]
-    curve = best_so_far(trace, 0, np.array([0.0, 0.5, 1.0, 2.0, 3.0]))
-    assert np.isnan(curve[0])
-    assert curve[1:].tolist() == [0.95 * c, 0.95 * c, 0.9 * c, 0.9 * c]
-    assert best_so_far(trace, 1, np.array([39.0, 40.0])).tolist() == [0.95 * c, 0.9 * c]
     assert reach(runs["records"][2], 0.9 * c * 1.01) == (2.0, 40.0)
     assert reach(runs["records"][4], math.inf) == (math.inf, math.inf)  # a failed run
 
