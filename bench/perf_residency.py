@@ -1,4 +1,4 @@
-"""Speed of the residency simulator (spec section 11): kernel, C loop, Python reference,
+"""Speed of the residency simulator (docs/spec.md section 11): kernel, C loop, Python reference,
 batch, and incremental against full re-simulation of random one-window changes.
 
 The workload is a solution with a window in the fastest level for every access that can

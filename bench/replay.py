@@ -3,7 +3,7 @@
 A record holds everything needed to re-check it (CompilerGym's habit): the
 instance's source and fingerprint, the placement by level names and the offsets.
 `recheck` loads each instance once, asks the problem to check each stored
-solution (spec sections 3-5 and the latency claim within relative 1e-9).
+solution (docs/spec.md sections 3-5 and the latency claim within relative 1e-9).
 """
 from __future__ import annotations
 

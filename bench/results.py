@@ -18,7 +18,7 @@ Definitions every table and plot shares (per instance):
 
 A runs file holds one problem's runs (records say which: `problem`, static when
 absent). For the residency problem every instance also has its *static optimum*
-(spec section 12): the latency `milp` proves for the static problem on the same
+(docs/spec.md section 12): the latency `milp` proves for the static problem on the same
 instance, solved here with a `STATIC_OPTIMUM_LIMIT_S` limit (its status says whether
 it was proven) and cached in `static_optimum.json` beside the report, keyed by the
 instance's fingerprint; speedup vs static optimum = that latency / the solver's best.

@@ -12,7 +12,7 @@ Record schema (every key is always present; `null` where a value does not apply)
     time_limit       float  seconds the solver was given
     status           str    "optimal" | "feasible" (a valid placement was found and checked)
                             or "error" | "timeout" | "killed" | "oom" (no result)
-    latency          float  seconds (spec section 4) of the placement; null on failure
+    latency          float  seconds (docs/spec.md section 4) of the placement; null on failure
     lower_bound      float  a proven lower bound, or null
     wall_s           float  seconds the solve took (for a failure: until it was seen)
     evaluations      int    placements evaluated; null on failure

@@ -8,7 +8,7 @@ Here an episode is one step on one instance:
 - action: `MultiDiscrete([levels] * tensors)` padded to the environment's limits,
   one level per tensor; entries past the instance's tensors are ignored, and a
   level past the instance's levels means its slowest level;
-- the placement is made valid by the canonical rectify (spec section 6); on
+- the placement is made valid by the canonical rectify (docs/spec.md section 6); on
   addressed levels offsets come from the packing library's best compiler
   heuristic, else first-fit (deterministic, no time budget), and tensors that
   cannot be packed move down as section 6 says;

@@ -47,7 +47,7 @@ COMMITTED: tuple[tuple[str, str], ...] = tuple(
     [(w, h) for w in WORKLOADS for h in STATIC_PRESETS]
     + [(f"synth-{n}", "nnpi") for n in SYNTHETIC_SIZES]
     + [("synth-1000", "edge-npu")])
-# The residency benchmark set (spec sections 9-12): instances whose fast memory is small
+# The residency benchmark set (docs/spec.md sections 9-12): instances whose fast memory is small
 # against what the ops need, so that homes and windows chosen together can beat the static
 # optimum (README, "Instances where residency matters"). Workload parameters are in the name.
 RESIDENCY_SET: tuple[tuple[str, str, dict[str, Any]], ...] = (

@@ -1,7 +1,7 @@
 """A small builder for workload graphs: ops in schedule order, the tensors they touch.
 
 Generators describe a network layer by layer; the builder keeps the bookkeeping
-that the instance format (spec section 2) asks for: tensor indices, producers,
+that the instance format (docs/spec.md section 2) asks for: tensor indices, producers,
 one access pair per op and tensor, accesses in op order with the producer first.
 
 Flop conventions (shared by every generator):

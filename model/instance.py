@@ -1,4 +1,4 @@
-"""A `memplace-instance/1` file (spec section 2) loaded, checked and turned into arrays.
+"""A `memplace-instance/1` file (docs/spec.md section 2) loaded, checked and turned into arrays.
 
 Every rule of the spec is checked when an instance is built; a broken file raises
 `InstanceError` naming the offending op, tensor or level and the rule broken.
@@ -76,7 +76,7 @@ class Instance:
       is_weight             1 for weights (live at every step)
       capacity[l]           bytes, UNBOUNDED for a null capacity
       bandwidth, addressed, alignment, copy_bandwidth   per level
-      rectify_rank[t]       position of t in spec section 6's order (0 moves first)
+      rectify_rank[t]       position of t in docs/spec.md section 6's order (0 moves first)
     `arrays` holds them as one record (`Arrays`), which is what the kernels take.
     """
 
@@ -228,7 +228,7 @@ class Instance:
                 f"the peak live bytes {self.peak_live_bytes()} with every tensor placed there; "
                 "the last level must hold every tensor at every step")
         if last.addressed:
-            # The slowest placement must be valid (spec section 4), offsets included.
+            # The slowest placement must be valid (docs/spec.md section 4), offsets included.
             from memplace.model.packing.heuristics import FIRST_FIT, place_in_order
             order = np.argsort(-self.rectify_rank, kind="stable").astype(np.int64)
             offsets = place_in_order(order, self.size, self.start, self.end + 1,
@@ -341,7 +341,7 @@ def _named(kind: str, index: int, item: Any) -> str:
 
 
 def _check_named(kind: str, items: list[Any]) -> None:
-    """Every item is an object with a string name (spec section 2)."""
+    """Every item is an object with a string name (docs/spec.md section 2)."""
     for index, item in enumerate(items):
         _named(kind, index, item)
 
@@ -429,7 +429,7 @@ _TENSOR_FIELDS = operator.itemgetter(*_TENSOR_KEYS)
 
 def _check_tensors(tensors: list[Any], n_ops: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Check every tensor (spec section 2); return size and is_weight per tensor, per
+    """Check every tensor (docs/spec.md section 2); return size and is_weight per tensor, per
     access (tensors in order, each tensor's pairs as listed) its tensor, op and bytes,
     and where each tensor's accesses start (`first[t]:first[t + 1]`)."""
     T = len(tensors)
@@ -527,7 +527,7 @@ def _check_tensors(tensors: list[Any], n_ops: int
 
 
 def _rectify_rank(traffic: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """Spec section 6's order: smallest traffic/size first (exact cross products),
+    """docs/spec.md section 6's order: smallest traffic/size first (exact cross products),
     ties to the larger size, then to the larger tensor index. Returns rank per tensor.
 
     Sorted by the float ratio (then by the reduced fraction, larger size, larger index);

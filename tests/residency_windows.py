@@ -1,4 +1,4 @@
-"""Random window sets that obey every rule of spec section 10 except capacity and offsets
+"""Random window sets that obey every rule of docs/spec.md section 10 except capacity and offsets
 (the simulator does not read either), for property tests."""
 from __future__ import annotations
 

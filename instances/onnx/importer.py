@@ -1,4 +1,4 @@
-"""`from_onnx`: an ONNX model file as a memplace instance (spec section 2).
+"""`from_onnx`: an ONNX model file as a memplace instance (docs/spec.md section 2).
 
 The pipeline: load without external data, a slim copy for shape work
 (`shapes.slim_model`), bind symbolic dimensions, resolve every shape

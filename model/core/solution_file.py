@@ -1,4 +1,4 @@
-"""The frame every problem's solution file shares (spec sections 7 and 10): `format`,
+"""The frame every problem's solution file shares (docs/spec.md sections 7 and 10): `format`,
 `instance`, `solver` and the placement by level name first, the problem's own fields
 next, the claims (`latency`, `lower_bound` when there is one, `status`) last; written
 whole or not at all; the claims read back and checked; and the frame rebuilt from a
@@ -90,7 +90,7 @@ class Claims(NamedTuple):
 
 
 def read_claims(data: Mapping[str, Any]) -> Claims:
-    """The claims of a solution file's JSON (spec section 7; section 10 takes them as they
+    """The claims of a solution file's JSON (docs/spec.md section 7; section 10 takes them as they
     are), checked: a broken one raises SolutionError naming the field."""
     lat = data.get("latency")
     if not is_number(lat) or lat < 0:

@@ -1,4 +1,4 @@
-"""MiniMalloc's CSV format for offset-assignment problems (spec section 7).
+"""MiniMalloc's CSV format for offset-assignment problems (docs/spec.md section 7).
 
 Input rows are `id,lower,upper,size` (half-open lifespans `[lower, upper)`),
 with an optional `alignment` column; a solution is the same rows with an

@@ -1,6 +1,6 @@
 """Where first-fit puts a tensor's bytes, in O(log n) plus the tensors it must step over.
 
-First-fit offset assignment (spec section 5; rectification's canonical packer and the
+First-fit offset assignment (docs/spec.md section 5; rectification's canonical packer and the
 compiler heuristics) gives a tensor the lowest aligned offset at which its bytes overlap
 no tensor already placed in the level that shares a live step with it. Scanning every
 placed tensor for the ones sharing a step, then sorting them, makes a level of n

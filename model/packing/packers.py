@@ -2,7 +2,7 @@
 
 Buffers with half-open lifespans `[lower, upper)` and sizes get offsets in
 `[0, capacity)`, each a multiple of its buffer's alignment, so that buffers
-alive at the same time never share an address (spec section 5). The packers
+alive at the same time never share an address (docs/spec.md section 5). The packers
 are registered by name in `PACKERS`; `pack` runs one and `check_packing`
 re-checks any answer independently of how it was found.
 """

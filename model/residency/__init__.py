@@ -1,4 +1,4 @@
-"""The residency problem (spec sections 9-12): homes plus windows, copies on channels.
+"""The residency problem (docs/spec.md sections 9-12): homes plus windows, copies on channels.
 
 A sibling of `memplace.model.static`; it shares only the `Instance` with it.
 """

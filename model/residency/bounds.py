@@ -1,4 +1,4 @@
-"""Lower bounds on the latency of any valid residency solution (spec sections 9-11).
+"""Lower bounds on the latency of any valid residency solution (docs/spec.md sections 9-11).
 
 The latency is the sum of the ops' elapsed times plus waits (>= 0), so a sum over ops of
 `max(compute_k, a bound on op k's memory time)` is a bound:

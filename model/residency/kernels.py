@@ -1,4 +1,4 @@
-"""Numba kernels of the residency latency (spec section 11), typed by arrays.
+"""Numba kernels of the residency latency (docs/spec.md section 11), typed by arrays.
 
 They compute exactly what `reference.py` computes, in the same float order (see its
 docstring), so results agree to the last bit or within rounding.

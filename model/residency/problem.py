@@ -1,4 +1,4 @@
-"""The residency problem (spec sections 9-12) behind the core's `Problem` seam.
+"""The residency problem (docs/spec.md sections 9-12) behind the core's `Problem` seam.
 
 A solution is a `ResidencySolution` (homes, home offsets, windows). Evaluation is the
 section-11 simulation; validation every rule of section 10. Repair keeps what it can:
@@ -7,7 +7,7 @@ windows dropped, in a fixed order, until no rule is broken (a window is never mo
 shortened: dropping one always keeps a solution well-formed, and with no windows left
 the rectified homes are valid). Baselines: every tensor homed in the slowest level with
 no windows (the reference), and `msa`, XLA's memory-space assignment (the default that
-speedups of this problem are measured against, spec section 12).
+speedups of this problem are measured against, docs/spec.md section 12).
 """
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ class ResidencyProblem:
 
 
 def _rectified(instance: Instance, homes: np.ndarray, packer: Any = None) -> Any:
-    """Homes made valid by the static problem's canonical repair (spec section 6), reached
+    """Homes made valid by the static problem's canonical repair (docs/spec.md section 6), reached
     through the problem registry: the two problems never import each other."""
     static = problem("static")
     return static.repair(instance, static.make_solution(homes), packer)

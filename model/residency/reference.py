@@ -1,4 +1,4 @@
-"""The residency latency (spec section 11) in plain Python, written to read like the spec.
+"""The residency latency (docs/spec.md section 11) in plain Python, written to read like docs/spec.md.
 
 This is the oracle the Numba kernels (`kernels.py`) are tested against. It reads the
 instance's JSON dict (not the `Instance` arrays) and the solution's `Window`s, so the
@@ -53,7 +53,7 @@ class Timeline:
 
 
 class Channel:
-    """A level's channel: two FIFO queues sharing the idle bandwidth (spec section 11)."""
+    """A level's channel: two FIFO queues sharing the idle bandwidth (docs/spec.md section 11)."""
 
     def __init__(self, copy_bandwidth: float):
         self.copy_bandwidth = copy_bandwidth
@@ -94,7 +94,7 @@ class Channel:
 
 
 def _copies(data: dict[str, Any], placement: Sequence[int], windows: Sequence[Any]) -> list[Copy]:
-    """Every prefetch and eviction of the windows (spec sections 10 and 11)."""
+    """Every prefetch and eviction of the windows (docs/spec.md sections 10 and 11)."""
     tensors = data["workload"]["tensors"]
     out = []
     for w, win in enumerate(windows):
@@ -108,7 +108,7 @@ def _copies(data: dict[str, Any], placement: Sequence[int], windows: Sequence[An
 
 
 def timeline(data: dict[str, Any], placement: Sequence[int], windows: Sequence[Any]) -> Timeline:
-    """Simulate one inference (spec section 11) and return the per-op figures."""
+    """Simulate one inference (docs/spec.md section 11) and return the per-op figures."""
     ops = data["workload"]["ops"]
     tensors = data["workload"]["tensors"]
     levels = data["hardware"]["levels"]
@@ -161,5 +161,5 @@ def timeline(data: dict[str, Any], placement: Sequence[int], windows: Sequence[A
 
 
 def simulate(data: dict[str, Any], placement: Sequence[int], windows: Sequence[Any]) -> float:
-    """The latency of a residency solution (spec section 11), in seconds."""
+    """The latency of a residency solution (docs/spec.md section 11), in seconds."""
     return timeline(data, placement, windows).latency

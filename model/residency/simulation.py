@@ -1,4 +1,4 @@
-"""The residency latency (spec section 11) on an `Instance`, through the Numba kernels.
+"""The residency latency (docs/spec.md section 11) on an `Instance`, through the Numba kernels.
 
 - `simulate(instance, solution)`: one solution.
 - `simulate_batch(instance, placement, window_sets)`: solutions sharing homes, differing in windows.

@@ -1,4 +1,4 @@
-"""`memplace-solution/2` files (spec section 10): homes, windows, copies.
+"""`memplace-solution/2` files (docs/spec.md section 10): homes, windows, copies.
 
 A residency solution is a static placement (the *homes*, with their offsets) plus
 a tuple of `Window`s. A `memplace-solution/1` file is read as a residency
@@ -27,7 +27,7 @@ NO_OFFSET = -1  # offsets array entry of a tensor (or window) off addressed leve
 
 @dataclass(frozen=True)
 class Window:
-    """A copy of a whole tensor in a level faster than its home (spec section 10).
+    """A copy of a whole tensor in a level faster than its home (docs/spec.md section 10).
 
     `tensor` and `level` are indices; `start <= first <= last` are op indices;
     `offset` is None off addressed levels; `evict` is None or `(issue, due)`.
@@ -108,7 +108,7 @@ class ResidencySolution:
                 raise SolutionError("'windows' is required in a memplace-solution/2 file "
                                     "(a list, possibly empty)")
             windows = tuple(_window(w, raw_w, instance) for w, raw_w in enumerate(raw))
-        c = read_claims(data)  # as in a format-1 file (spec section 10)
+        c = read_claims(data)  # as in a format-1 file (docs/spec.md section 10)
         return cls(c.instance, placement, offsets, windows, c.latency, c.lower_bound, c.status,
                    c.solver, given)
 

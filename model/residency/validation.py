@@ -1,4 +1,4 @@
-"""The rules of a residency solution (spec section 10, homes by sections 3 and 5).
+"""The rules of a residency solution (docs/spec.md section 10, homes by sections 3 and 5).
 
 `validate` collects every broken rule as a `Violation` naming the rule, the window
 (its index in the solution), the tensor and the op, then recomputes the latency
@@ -14,7 +14,7 @@ import numpy as np
 from memplace.model.instance import Instance
 from memplace.model.residency.solution import NO_OFFSET, ResidencySolution, Window
 
-LATENCY_RTOL = 1e-9  # spec sections 7 and 11: a claim beyond this relative error is rejected
+LATENCY_RTOL = 1e-9  # docs/spec.md sections 7 and 11: a claim beyond this relative error is rejected
 NEVER = np.iinfo(np.int64).max  # valid-from op of a home that never holds the data
 
 # Rule names (stable: tests and tools match on them).

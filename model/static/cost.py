@@ -1,4 +1,4 @@
-"""The cost model (spec sections 3 and 4) on an `Instance`, through the Numba kernels."""
+"""The cost model (docs/spec.md sections 3 and 4) on an `Instance`, through the Numba kernels."""
 from __future__ import annotations
 
 import numpy as np

@@ -6,7 +6,7 @@ and Numba's dispatch of a 15-array record costs several microseconds a call (mea
 0.6 us per placement with the four arrays, 4-8 us with the record).
 
 Each kernel computes exactly what `reference.py` computes, in the spec's summation
-order, so results agree to the last bit or within rounding (spec section 4).
+order, so results agree to the last bit or within rounding (docs/spec.md section 4).
 Compiled once and cached on disk (`cache=True`); `memplace warmup` compiles them all.
 """
 from __future__ import annotations
@@ -77,7 +77,7 @@ def move_delta_kernel(place, t, level, a):
 
 @njit(cache=True, nogil=True)
 def load_kernel(place, a):
-    """load[l, k]: bytes of tensors placed in l and live at step k (spec section 3)."""
+    """load[l, k]: bytes of tensors placed in l and live at step k (docs/spec.md section 3)."""
     size, start, end = a.size, a.start, a.end
     n_levels, n_ops = a.capacity.shape[0], a.compute.shape[0]
     diff = np.zeros((n_levels, n_ops + 1), np.int64)
@@ -104,7 +104,7 @@ def capacity_ok_kernel(load, capacity):
 
 @njit(cache=True, nogil=True)
 def rectify_level_kernel(place, load, l, a, tables):
-    """Spec section 6 for one level l, in place on `place` and `load`:
+    """docs/spec.md section 6 for one level l, in place on `place` and `load`:
     for every step, evict the lowest-rank tensor of level l live there to l+1
     until the level fits.
 

@@ -1,6 +1,6 @@
 """Per-level load over the schedule as max segment trees: range add and range max in O(log n).
 
-A level's load at step k (spec section 3) is the sum of the sizes of its tensors
+A level's load at step k (docs/spec.md section 3) is the sum of the sizes of its tensors
 live at k. Placement heuristics ask "does tensor t fit level l over its live range
 [s, e]" (the largest load over [s, e] plus its size within the capacity) and then
 "add t to l over [s, e]"; annealing asks for the peak of a whole level. A plain

@@ -1,4 +1,4 @@
-"""The static placement problem (spec sections 1-8) behind the core's `Problem` seam.
+"""The static placement problem (docs/spec.md sections 1-8) behind the core's `Problem` seam.
 
 A solution is a `Placed`: a level per tensor and, on instances with addressed
 levels, an offset per tensor (-1 off addressed levels; None until assigned).

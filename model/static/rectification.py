@@ -1,4 +1,4 @@
-"""Canonical rectification (spec section 6): any placement made valid, as a compiler would.
+"""Canonical rectification (docs/spec.md section 6): any placement made valid, as a compiler would.
 
 Levels are processed fastest first. Each capacitated level gets the spec's loop
 (evict the tensor with the smallest traffic/size until every step fits). An
@@ -82,7 +82,7 @@ def first_fit_offsets(size: np.ndarray, start: np.ndarray, end: np.ndarray, alig
 
 
 def rectify_capacity(instance: Instance, placement) -> np.ndarray:
-    """Spec section 6's loop alone (capacities, no offsets)."""
+    """docs/spec.md section 6's loop alone (capacities, no offsets)."""
     return _rectify(instance, placement, None, offsets_wanted=False).placement
 
 

@@ -1,4 +1,4 @@
-"""The cost model in plain Python, written to read like the spec.
+"""The cost model in plain Python, written to read like docs/spec.md.
 
 This is the oracle the Numba kernels (`kernels.py`) are tested against. It reads
 the instance's JSON dict, not the arrays, so the two share no code but the spec.
@@ -14,7 +14,7 @@ def _levels(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def live_range(data: dict[str, Any], t: int) -> tuple[int, int]:
-    """Spec section 3: weights live at every step; activations from first to last access."""
+    """docs/spec.md section 3: weights live at every step; activations from first to last access."""
     n = len(data["workload"]["ops"])
     tensor = data["workload"]["tensors"][t]
     if tensor["kind"] == "weight":
@@ -35,7 +35,7 @@ def load(data: dict[str, Any], placement: Sequence[int]) -> list[list[int]]:
 
 
 def latency(data: dict[str, Any], placement: Sequence[int]) -> float:
-    """Spec section 4: sum over ops of max(compute, memory), memory summed in tensor order."""
+    """docs/spec.md section 4: sum over ops of max(compute, memory), memory summed in tensor order."""
     ops = data["workload"]["ops"]
     rate = data["hardware"]["compute_rate"]
     bandwidth = [level["bandwidth"] for level in _levels(data)]
@@ -63,7 +63,7 @@ def is_capacity_valid(data: dict[str, Any], placement: Sequence[int]) -> bool:
 
 
 def rectify(data: dict[str, Any], placement: Sequence[int]) -> list[int]:
-    """Spec section 6, literally: per capacitated level, per step, evict the tensor with
+    """docs/spec.md section 6, literally: per capacitated level, per step, evict the tensor with
     the smallest traffic/size (ties: larger size, then larger index) until it fits."""
     tensors = data["workload"]["tensors"]
     levels = _levels(data)

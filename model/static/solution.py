@@ -1,4 +1,4 @@
-"""`memplace-solution/1` files (spec section 7) and the validator that checks them."""
+"""`memplace-solution/1` files (docs/spec.md section 7) and the validator that checks them."""
 from __future__ import annotations
 
 import math
@@ -18,7 +18,7 @@ from memplace.model.core.reading import read_json
 from memplace.model.instance import Instance
 
 FORMAT = "memplace-solution/1"
-LATENCY_RTOL = 1e-9  # spec section 7: a claim beyond this relative error is rejected
+LATENCY_RTOL = 1e-9  # docs/spec.md section 7: a claim beyond this relative error is rejected
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Solution:
 
     @classmethod
     def from_dict(cls, data: Any, instance: Instance) -> "Solution":
-        """Check a solution's fields (spec section 7) and build it; a broken field raises
+        """Check a solution's fields (docs/spec.md section 7) and build it; a broken field raises
         SolutionError naming the tensor or field."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise SolutionError(f"solution format must be {FORMAT!r}")
@@ -70,7 +70,7 @@ class Solution:
 @dataclass
 class Validation:
     valid: bool  # the placement (and offsets) obey the spec
-    latency: float  # recomputed (spec section 4)
+    latency: float  # recomputed (docs/spec.md section 4)
     errors: list[str]  # why it is invalid, or why the claim does not hold
 
     @property
@@ -81,7 +81,7 @@ class Validation:
 def placement_errors(instance: Instance, placement: np.ndarray,
                      offsets: np.ndarray | None, limit: int = 10) -> list[str]:
     """Everything that makes a placement invalid: capacity at every step and,
-    on addressed levels, offsets, alignment and overlaps (spec sections 3 and 5)."""
+    on addressed levels, offsets, alignment and overlaps (docs/spec.md sections 3 and 5)."""
     i = instance
     errors: list[str] = []
     errors.extend(message for _, _, message in i.capacity_overflows(load_profile(i, placement)))

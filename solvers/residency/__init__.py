@@ -1,1 +1,1 @@
-"""Solvers of the residency problem (spec sections 9-12): homes, windows and copies."""
+"""Solvers of the residency problem (docs/spec.md sections 9-12): homes, windows and copies."""

@@ -1,5 +1,5 @@
 """The residency problem's baselines: static placements as residency solutions without
-windows (spec section 9: every static solution is one, with the same latency).
+windows (docs/spec.md section 9: every static solution is one, with the same latency).
 
 `all-slowest` (every tensor homed in the slowest level) is what every speedup is valid
 against; `compiler` is the static compiler-style placement, the homes msa falls back to.

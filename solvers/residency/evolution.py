@@ -47,7 +47,7 @@ if not hasattr(creator, "ResidencyFitness"):
 if not hasattr(creator, "DecoderIndividual"):
     creator.create("DecoderIndividual", list, fitness=creator.ResidencyFitness)
 
-MIN_OVERLAP, PREFERRED, MAX_OVERLAP = 0.8, 1.5, 10.0  # msa's picker ratios (spec section 12)
+MIN_OVERLAP, PREFERRED, MAX_OVERLAP = 0.8, 1.5, 10.0  # msa's picker ratios (docs/spec.md section 12)
 PARAMS = {
     "population": Param(16, int, 2, doc="chromosomes per generation"),
     "generations": Param(1000, int, 1, doc="generations (the time limit may stop earlier)"),

@@ -80,7 +80,7 @@ def n_actions(n_levels: int) -> int:
 def buffer_order(instance: Instance, placement: np.ndarray) -> np.ndarray:
     """Tensors not homed in level 0 that would save time there, by decreasing memory
     boundedness (saved seconds over the square root of the size), ties to the smaller
-    index: `msa`'s order (spec section 12)."""
+    index: `msa`'s order (docs/spec.md section 12)."""
     i = instance
     costs = _Costs(i, placement)  # XLA's cost analysis, as `msa` computes it
     # the seconds each access would save if its tensor were served by level 0, every other

@@ -1,7 +1,7 @@
 """A residency solution kept valid under local changes: homes, windows, loads and offsets.
 
 Local search over homes and windows (`sa.py`) proposes one change at a time; this class
-says whether the change keeps the solution valid (spec section 10) and books it:
+says whether the change keeps the solution valid (docs/spec.md section 10) and books it:
 
 - the load of every level at every op (homes over their live range plus windows over
   their occupancy `start .. hold`), so a capacity check is a slice maximum;

@@ -1,4 +1,4 @@
-"""`msa`: XLA's memory-space assignment as the residency problem's default (spec section 12).
+"""`msa`: XLA's memory-space assignment as the residency problem's default (docs/spec.md section 12).
 
 XLA (openxla/xla, `xla/service/memory_space_assignment`) homes every value in the
 default memory and gives values *allocations* in the alternate (fast) memory, buffer

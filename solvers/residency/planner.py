@@ -1,7 +1,7 @@
 """What the residency planners share: the games they search, the rollout policy, the incumbent.
 
 The planners (`beam.py`, `mcts.py`) search the mallocGame (`game.py`) with the true
-simulator as their model (spec section 11): a position is worth the simulated latency of
+simulator as their model (docs/spec.md section 11): a position is worth the simulated latency of
 the game completed from it by a *rollout policy*, the pilot method of Voss, Fink and
 Duin (1999). The default policy is `msa`'s own rule played inside the game: each
 remaining buffer takes the first legal window in msa's preference order (fastest level

@@ -1,4 +1,4 @@
-"""A MILP relaxation of the residency simulator (spec sections 10-11): a lower bound.
+"""A MILP relaxation of the residency simulator (docs/spec.md sections 10-11): a lower bound.
 
 Every valid residency solution maps to a feasible point of this model whose objective
 is at most its simulated latency, so the model's optimum -- or the dual bound HiGHS has

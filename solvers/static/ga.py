@@ -3,7 +3,7 @@
 An individual is an `array.array('b')` of levels, one gene per tensor. Each
 generation's unevaluated individuals go through `toolbox.map` as one batch: they
 are stacked into a 2-D array, every row is repaired by the canonical rectify
-(spec section 6, offsets first-fit on addressed levels) and its latency computed
+(docs/spec.md section 6, offsets first-fit on addressed levels) and its latency computed
 in one kernel call, and the repaired genes are written back (Lamarckian repair:
 what survives is always a valid placement). Selection is a tournament, crossover
 uniform; a mutation either moves single genes to another level or (with

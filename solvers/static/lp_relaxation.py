@@ -6,7 +6,7 @@ proven lower bound on the latency of every valid placement (the MILP's reduction
 keep every optimum). A rounding reads each tensor's fractional levels (the slowest
 level gets 1 - the rest), picks a level (the largest fraction, or at random in
 proportion to the fractions when given an RNG) and makes the result valid with
-the canonical rectify (spec section 6; offsets by first-fit on addressed levels).
+the canonical rectify (docs/spec.md section 6; offsets by first-fit on addressed levels).
 The hybrid solvers seed their searches from these roundings.
 """
 from __future__ import annotations

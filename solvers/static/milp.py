@@ -1,4 +1,4 @@
-"""`milp`: the exact placement model (spec sections 3 and 4) solved by HiGHS.
+"""`milp`: the exact placement model (docs/spec.md sections 3 and 4) solved by HiGHS.
 
 The model is in `milp_highs.py`'s docstring: a binary per (tensor, level), a time
 per op above its compute time and its memory time, capacity rows only on the
@@ -20,7 +20,7 @@ between the offered placement and that bound is within `gap` (plus 1e-12 for
 rounding). With `verify` (highspy only), a claimed optimum is re-solved without
 the start and the lower of the two bounds is kept (see `_verify`: HiGHS 1.15.1
 once ended a started search "Optimal" 0.04% above the optimum). On addressed levels the capacity rows are a relaxation of the offset
-constraints (spec section 5): the bound stays valid, the solution is packed with
+constraints (docs/spec.md section 5): the bound stays valid, the solution is packed with
 `ctx.packer` (tensors that cannot be packed move down, canonically), and the
 gap is measured on the packed placement's latency.
 """

@@ -1,6 +1,6 @@
 """The placement MILP as sparse arrays, and its solve with HiGHS through highspy.
 
-The model (spec sections 3 and 4, exact without addressed levels):
+The model (docs/spec.md sections 3 and 4, exact without addressed levels):
 
     y[t, l] in {0, 1}    tensor t in level l, for l < L-1 (the slowest level is the
                          rest: sum_l y[t, l] <= 1); no column where t cannot fit l
@@ -13,7 +13,7 @@ The model (spec sections 3 and 4, exact without addressed levels):
               sum_{t in C} size_t y[t, l] + W_l <= cap_l, where W_l >= the bytes of
               weights in l (weights are live everywhere: one column, one row)
 
-The last level holds everything at every step (spec section 2), so it needs no row.
+The last level holds everything at every step (docs/spec.md section 2), so it needs no row.
 Reductions that keep every optimum's latency:
   * an op that is compute-bound whatever the placement costs compute_k, a constant;
     one that is memory-bound whatever the placement costs memory_k, linear: only

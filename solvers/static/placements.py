@@ -24,7 +24,7 @@ def heuristic_starts(inst: Instance, rng: np.random.Generator | None = None, gre
 
 
 def capacity_starts(inst: Instance) -> dict[str, np.ndarray]:
-    """The heuristics' placements by name, made capacity-valid by spec section 6's loop
+    """The heuristics' placements by name, made capacity-valid by docs/spec.md section 6's loop
     (offsets are not assigned)."""
     return {name: rectify_capacity(inst, place) for name, place in heuristic_placements(inst).items()}
 

@@ -1,6 +1,6 @@
 """Numba kernels of simulated annealing (`sa.py`): capacity bookkeeping and the move loop.
 
-Capacity bookkeeping keeps the two kinds of tensors apart (spec section 3):
+Capacity bookkeeping keeps the two kinds of tensors apart (docs/spec.md section 3):
 
 - weights are live at every step, so level l holds `weight_bytes[l]` at every step;
 - activations live a few steps, so `act_load[l, k]` is kept per step, with a

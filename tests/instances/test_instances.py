@@ -220,6 +220,6 @@ def test_only_a_preset_whose_source_documents_its_copy_rate_sets_copy_bandwidth(
                if any("copy_bandwidth" in level for level in hw["levels"])]
     assert setting == ["edge-tpu"]
     assert "DMA" in HARDWARE["edge-tpu"]["source"]
-    # the others copy at the level's bandwidth (spec section 9's default)
+    # the others copy at the level's bandwidth (docs/spec.md section 9's default)
     assert load("resnet50@nnpi").copy_bandwidth.tolist() == load("resnet50@nnpi").bandwidth.tolist()
     assert load("resnet50@edge-tpu").copy_bandwidth.tolist() == [6.4e10, 5e8]

@@ -16,14 +16,14 @@ import memplace.instances.onnx
 from memplace.instances import from_onnx, workload
 
 
-def _shared_onnx_folder() -> Path:
+def _onnx_benchmarks_folder() -> Path:
     return Path(memplace.instances.onnx.__file__).resolve().parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     """Unzipped real exports: name -> (path, float initializer bytes, Conv/MatMul/Gemm count)."""
-    folder, out = _shared_onnx_folder(), tmp_path_factory.mktemp("onnx")
+    folder, out = _onnx_benchmarks_folder(), tmp_path_factory.mktemp("onnx")
     found = {}
     for name in ("resnet50.dynamo", "bert_base.ts"):
         path = out / f"{name}.onnx"
@@ -44,7 +44,7 @@ def _totals(inst):
 
 
 # --------------------------------------------------------------------------- ResNet-50
-TORCH_RESNET50 = 8_178_368_512  # FlopCounterMode, shared/benchmarks/onnx/README.md
+TORCH_RESNET50 = 8_178_368_512  # FlopCounterMode, instances/onnx/benchmarks/README.md
 TORCH_BERT = 21_744_451_584
 
 

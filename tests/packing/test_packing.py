@@ -29,7 +29,7 @@ EXAMPLE_ROWS = [("b1", 0, 3, 4), ("b2", 3, 9, 4), ("b3", 0, 9, 4), ("b4", 9, 21,
 
 
 def pairwise_ok(buffers, offsets, capacity) -> bool:
-    """Every rule of spec section 5, checked pair by pair."""
+    """Every rule of docs/spec.md section 5, checked pair by pair."""
     for b, o in zip(buffers, offsets):
         if o < 0 or o % b.alignment or o + b.size > capacity:
             return False

@@ -1,4 +1,4 @@
-"""The Numba residency kernels against the plain-Python reference (spec section 11), on
+"""The Numba residency kernels against the plain-Python reference (docs/spec.md section 11), on
 random instances and random valid window sets (tests/residency_windows.py)."""
 from __future__ import annotations
 

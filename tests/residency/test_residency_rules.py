@@ -1,4 +1,4 @@
-"""Every rule of spec section 10 (and the homes' sections 3 and 5): a minimal solution
+"""Every rule of docs/spec.md section 10 (and the homes' sections 3 and 5): a minimal solution
 that breaks it is rejected with that rule named, and a neighbour that keeps it passes."""
 from __future__ import annotations
 

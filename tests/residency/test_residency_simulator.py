@@ -1,4 +1,4 @@
-"""Spec section 11 on hand-computed cases: each asserts the exact figures a rule implies.
+"""docs/spec.md section 11 on hand-computed cases: each asserts the exact figures a rule implies.
 
 The small instance (tests/residency_cases.py): ops of 1 us compute, SRAM 1 GB/s,
 LLC 0.4 GB/s, DRAM 0.1 GB/s; copy bandwidth = bandwidth unless a test sets it.

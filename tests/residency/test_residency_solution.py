@@ -84,7 +84,7 @@ def test_malformed_windows_are_named(window, message):
     ({"solver": [1]}, "solver must be an object"),
 ])
 def test_claims_are_read_as_in_a_static_file(claim, message):
-    """Spec section 10: latency, lower_bound and status as in section 7, in either format."""
+    """docs/spec.md section 10: latency, lower_bound and status as in section 7, in either format."""
     inst = small()
     data = {"placement": ["DRAM"] * 4, "windows": [], "latency": 1.0} | claim
     for reader, file_format in ((ResidencySolution.from_dict, "memplace-solution/2"),

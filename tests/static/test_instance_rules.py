@@ -1,4 +1,4 @@
-"""Every rule of spec section 2 rejects a broken file with an error naming the offender."""
+"""Every rule of docs/spec.md section 2 rejects a broken file with an error naming the offender."""
 from __future__ import annotations
 
 import copy
@@ -118,7 +118,7 @@ def test_broken_file_error_names_the_file(tmp_path):
 
 # ---------------------------------------------------------------------- rectify order
 def _exact_rectify_rank(traffic: list[int], size: list[int]) -> list[int]:
-    """Spec section 6's order by a plain comparison sort with exact cross products."""
+    """docs/spec.md section 6's order by a plain comparison sort with exact cross products."""
     import functools
 
     def compare(a: int, b: int) -> int:
