@@ -1,0 +1,131 @@
+"""Compiling a JAX program to what the importer reads (the optional extra `memplace[xla]`).
+
+`compile_program(fn, args)` jits `fn`, lowers it on `args` (arrays or
+`jax.ShapeDtypeStruct`s), compiles it for the CPU with XLA's dump switched on
+for this compilation only (`compiler_options`, so the process's XLA_FLAGS are
+left alone) and returns the scheduled HLO text, XLA's `cost_analysis()` and
+`memory_analysis()`, and the dump's buffer assignment and live ranges.
+`load_target("pkg.mod:fn")` finds a function and its example arguments.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from memplace.instances.xla.errors import XlaImportError
+
+# Versions whose `Compiled` API (as_text, cost_analysis, memory_analysis, compiler_options
+# dumping) and dump file names this module was checked against.
+SUPPORTED_JAX = ("0.10",)
+INSTALL = "pip install 'memplace[xla]'"
+
+
+def require_jax():
+    """The jax module, or a MemplaceError saying how to install it or which versions work."""
+    try:
+        import jax
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("jax", "jaxlib"):
+            raise XlaImportError(f"compiling JAX programs needs the optional extra: {INSTALL} "
+                                 f"({exc.name} is missing)") from None
+        raise
+    if not jax.__version__.startswith(SUPPORTED_JAX):
+        raise XlaImportError(f"jax {jax.__version__} is not supported (supported: "
+                             f"{', '.join(v + '.x' for v in SUPPORTED_JAX)}); {INSTALL}")
+    return jax
+
+
+@dataclass
+class CompiledProgram:
+    """What XLA decided for one program, as text and numbers (no JAX objects)."""
+
+    hlo_text: str
+    cost_analysis: dict[str, float]
+    memory_analysis: dict[str, int]
+    buffer_assignment: str
+    live_ranges: str
+    provenance: dict[str, Any]
+
+
+def _dump_file(folder: Path, suffix: str) -> str:
+    found = sorted(folder.glob(f"*{suffix}"))
+    if not found:
+        raise XlaImportError(f"XLA wrote no *{suffix} into its dump folder (jax version?)")
+    return found[-1].read_text(encoding="utf-8")
+
+
+def compile_program(fn: Callable[..., Any], args: tuple[Any, ...], label: str = "") -> CompiledProgram:
+    """Jit, lower and compile `fn(*args)` on the CPU, with XLA's dump of this compilation."""
+    jax = require_jax()
+    label = label or getattr(fn, "__name__", "program")
+    try:
+        lowered = jax.jit(fn).lower(*args)
+    except Exception as exc:  # a user's program failing to trace: one line naming it
+        raise XlaImportError(f"{label}: JAX could not trace it with the example arguments "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+                             ) from None
+    with tempfile.TemporaryDirectory(prefix="memplace-xla-") as folder:
+        options = {"xla_dump_to": folder, "xla_dump_hlo_as_text": True}
+        compiled = lowered.compile(compiler_options=options)
+        assignment = _dump_file(Path(folder), "after_optimizations-buffer-assignment.txt")
+        live_ranges = _dump_file(Path(folder), "after_optimizations-live-range.txt")
+    costs = compiled.cost_analysis()
+    if isinstance(costs, list):  # older jax: one dict per device
+        costs = costs[0]
+    memory = compiled.memory_analysis()
+    memory_stats = {key: int(getattr(memory, key)) for key in (
+        "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+        "temp_size_in_bytes", "generated_code_size_in_bytes") if hasattr(memory, key)}
+    provenance = {"jax": jax.__version__, "jaxlib": _jaxlib_version(),
+                  "backend": jax.default_backend(), "platform": sys.platform,
+                  "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                  "compiler_options": {"xla_dump_hlo_as_text": True},
+                  "program": label}
+    return CompiledProgram(compiled.as_text(), {k: float(v) for k, v in costs.items()
+                                                if k in ("flops", "transcendentals",
+                                                         "bytes accessed")},
+                           memory_stats, assignment, live_ranges, provenance)
+
+
+def _jaxlib_version() -> str:
+    try:
+        import jaxlib
+        return jaxlib.__version__
+    except (ModuleNotFoundError, AttributeError):
+        return "unknown"
+
+
+def load_target(target: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """`pkg.mod:fn` as (function, example arguments). The arguments come from `fn.example_args`
+    or the module's `example_args` (a tuple, or a function returning one), so a module
+    says which shapes its program is compiled for."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise XlaImportError(f"{target!r}: expected an HLO text file, a dump folder or pkg.mod:fn")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise XlaImportError(f"{target}: cannot import {module_name} ({exc})") from None
+    fn = module
+    for part in attr.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise XlaImportError(f"{target}: {module_name} has no attribute {attr!r}")
+    if not callable(fn):
+        raise XlaImportError(f"{target}: {attr} is not a JAX callable")
+    example = getattr(fn, "example_args", None)
+    if example is None:
+        example = getattr(module, "example_args", None)
+    if example is None:
+        raise XlaImportError(f"{target}: give example arguments as {attr}.example_args or a "
+                             f"module-level example_args (a tuple or a function returning one)")
+    if callable(example):
+        example = example()
+    if not isinstance(example, (tuple, list)):
+        raise XlaImportError(f"{target}: example_args must be a tuple of arguments")
+    return fn, tuple(example)
