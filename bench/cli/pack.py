@@ -18,8 +18,8 @@ from memplace.model.packing import BENCHMARKS
 from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
 from memplace.model.packing.exact import search_workers
 from memplace.model.packing.generate import generate, heldout_set, write_csv
-from memplace.model.packing.packers import (PACKERS, Buffer, check_packing, minimize, pack,
-                                            peak_live_size)
+from memplace.model.packing.buffers import Buffer
+from memplace.model.packing.packers import PACKERS, check_packing, minimize, pack, peak_live_size
 
 EXIT_INFEASIBLE = 1
 EXIT_TIMEOUT = 3
@@ -57,6 +57,10 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
         result = pack(data.buffers, capacity, method=method, time_limit=time_limit,
                       workers=workers)
         bound = f"peak live size {peak_live_size(data.buffers)}"
+    if minimize_ and any(b.hint is not None for b in data.buffers):
+        result.notes.append("hints: not used by --minimize")
+    for note in result.notes:
+        click.echo(note)
     where = f"{len(data.buffers)} buffers" + (f" at capacity {capacity}" if capacity is not None else "")
     timing = f"{result.wall_s:.3f} s ({result.method}, {result.nodes} nodes)"
     if result.status == "packed":

@@ -18,53 +18,14 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from memplace.model.packing.ordering import features as _features
+from memplace.model.packing.ordering import random_order as _random_order
+from memplace.model.packing.ordering import static_orders as _static_orders
 from memplace.model.packing.search import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED, TIME_LIMIT,
                                           search)
 
 __all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "lowest_height",
            "search_workers"]
-
-
-def _features(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per buffer: "total", the peak load over its lifespan; "width", its length; "area",
-    width times size. Buffers high in all three are the most constrained."""
-    width = uppers - lowers
-    area = width * sizes
-    points = np.unique(np.concatenate([lowers, uppers]))
-    lo = np.searchsorted(points, lowers)
-    hi = np.searchsorted(points, uppers)
-    load = np.zeros(points.size, np.int64)
-    np.add.at(load, lo, sizes)
-    np.add.at(load, hi, -sizes)
-    load = np.cumsum(load)
-    total = np.array([load[lo[i]:hi[i]].max() for i in range(sizes.size)], np.int64)
-    return total, width, area
-
-
-def _static_orders(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
-    """Rankings tried in turn, each most-constrained first (MiniMalloc's three)."""
-    total, width, area = _features(sizes, lowers, uppers)
-    idx = np.arange(sizes.size)
-    # np.lexsort sorts by the last key first; negated keys sort decreasing
-    keys = [
-        (idx, -area, -width, -total),   # total, then width, then area
-        (idx, -width, -area, -total),   # total, then area, then width
-        (idx, -total, -area, -width),   # width, then area, then total
-    ]
-    return [np.lexsort(k) for k in keys]
-
-
-def _random_order(features: tuple[np.ndarray, np.ndarray, np.ndarray],
-                  rng: np.random.Generator) -> np.ndarray:
-    """A randomised most-constrained-first ranking: a product of the features with random
-    exponents, times per-buffer noise. Restarts over such rankings cut the heavy tail of
-    search times that any one fixed ranking shows on some instances."""
-    total, width, area = (np.log(np.maximum(f, 1)).astype(float) for f in features)
-    w = rng.lognormal(0.0, RANDOM_SPREAD, 3)
-    key = w[0] * total + w[1] * width + 0.5 * w[2] * area
-    key += rng.normal(0.0, RANDOM_SPREAD, key.size)
-    return np.argsort(-key, kind="stable")
 
 
 # Each round of restarts runs the (static order, valley-first) pairs, then RANDOM_PER_ROUND
@@ -73,7 +34,6 @@ def _random_order(features: tuple[np.ndarray, np.ndarray, np.ndarray],
 # static ones timed out on generated instances (seeds 1001-1010, not the held-out set).
 CONFIGS = ((0, True), (1, True), (1, False), (2, False))
 RANDOM_PER_ROUND = 4
-RANDOM_SPREAD = 0.5
 LIMIT_GROWTH = 2
 SEED = 20231
 
@@ -235,12 +195,12 @@ def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
     return PACKED, offsets, total_nodes
 
 
-def lowest_height(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
-                  alignments: np.ndarray, best: np.ndarray, lower: int,
+def lowest_height(solve, sizes: np.ndarray, best: np.ndarray, lower: int,
                   deadline: float | None, probe_s: float
                   ) -> tuple[np.ndarray, int, int, int]:
     """(offsets, height, proven lower bound, nodes): the lowest packing found below the
-    packing `best`, given that no packing is lower than `lower`.
+    packing `best`, given that no packing is lower than `lower`; `solve(height, seconds)`
+    is an exact search at one height, returning (status, offsets, nodes).
 
     The search prunes well when the capacity is tight and poorly with slack, and it
     proves infeasibility under the optimum slowly if at all; feasible heights with
@@ -267,7 +227,7 @@ def lowest_height(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
         else:
             height, budget = upper - 1, left
         first = False
-        code, got, used = exact_offsets(sizes, lowers, uppers, alignments, height, budget)
+        code, got, used = solve(height, budget)
         nodes += used
         if code == PACKED:
             best, upper = got, height_of(got)

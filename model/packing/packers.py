@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -18,30 +18,12 @@ import numpy as np
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.registry import Registry
 from memplace.model.packing import exact as pack_exact
+from memplace.model.packing import pairwise
+from memplace.model.packing.buffers import Buffer, Gap, effective_size
 from memplace.model.packing.heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
 
 _STATUS = {pack_exact.PACKED: "packed", pack_exact.INFEASIBLE: "infeasible", pack_exact.TIME_LIMIT: "timeout"}
 CLIMB_PROBE_S = 2.0  # seconds per climbing probe of `minimize` without a time limit
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """A buffer alive over the half-open interval `[lower, upper)` that needs `size` bytes."""
-
-    id: str
-    lower: int
-    upper: int
-    size: int
-    alignment: int = 1
-
-    def __post_init__(self) -> None:
-        if self.size < 0:
-            raise MemplaceError(f"buffer {self.id!r}: size {self.size} is negative")
-        if self.upper <= self.lower:
-            raise MemplaceError(f"buffer {self.id!r}: lifespan [{self.lower}, {self.upper}) is empty"
-                                " (upper must be greater than lower)")
-        if self.alignment < 1:
-            raise MemplaceError(f"buffer {self.id!r}: alignment {self.alignment} is below 1")
 
 
 @dataclass
@@ -60,6 +42,7 @@ class PackResult:
     method: str
     wall_s: float
     nodes: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 def _arrays(buffers: Sequence[Buffer]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -81,8 +64,15 @@ def _height(sizes: np.ndarray, offsets: np.ndarray) -> int:
 
 
 def peak_live_size(buffers: Sequence[Buffer]) -> int:
-    """Largest total size of buffers alive at one time: a lower bound on any packing's height."""
-    return _peak(*_arrays(buffers)[:3])
+    """Largest total of bytes held at one time (a buffer in a gap holds its window, or
+    nothing): a lower bound on any packing's height."""
+    if all(not b.gaps for b in buffers):
+        return _peak(*_arrays(buffers)[:3])
+    pieces = [(wu - wl, t0, t1) for b in buffers for t0, t1, wl, wu in b.pieces]
+    if not pieces:
+        return 0
+    held, lowers, uppers = (np.array(column, np.int64) for column in zip(*pieces))
+    return _peak(held, lowers, uppers)
 
 
 def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
@@ -156,6 +146,82 @@ def _exact(sizes, lowers, uppers, aligns, capacity, time_limit):
 
 
 # ---------------------------------------------------------------------------
+# Buffers with gaps or pinned offsets: the same methods on `pairwise`'s constraints.
+
+_GENERAL_ORDERS = {
+    "best-fit-size": (lambda b, c: (-b.size, -(b.upper - b.lower)), pairwise.BEST_FIT),
+    "best-fit-length": (lambda b, c: (-(b.upper - b.lower), -b.size), pairwise.BEST_FIT),
+    "greedy-size": (lambda b, c: (-b.size, -(b.upper - b.lower)), pairwise.FIRST_FIT),
+    "greedy-conflicts": (lambda b, c: (-c, -b.size), pairwise.FIRST_FIT),
+}
+_PAIRWISE_STATUS = {pairwise.PACKED: "packed", pairwise.INFEASIBLE: "infeasible",
+                    pairwise.TIME_LIMIT: "timeout"}
+
+
+def _general_heuristic(buffers, nbrs, capacity, name):
+    if name == "first-fit":
+        order, rule = range(len(buffers)), pairwise.FIRST_FIT
+    else:
+        key, rule = _GENERAL_ORDERS[name]
+        order = sorted(range(len(buffers)), key=lambda i: (*key(buffers[i], len(nbrs[i])), i))
+    return pairwise.heuristic_offsets(buffers, nbrs, capacity, order, rule)
+
+
+def _general_best(buffers, nbrs, capacity, sizes):
+    best = None
+    for name in _GENERAL_ORDERS:
+        offsets = _general_heuristic(buffers, nbrs, capacity, name)
+        if (offsets >= 0).all() and (best is None or _height(sizes, offsets) < best[0]):
+            best = (_height(sizes, offsets), offsets)
+    return None if best is None else best[1]
+
+
+def _general_pack(buffers, capacity, method, time_limit):
+    """(status, offsets, nodes) for buffers with gaps or pins, by the method's meaning."""
+    nbrs = pairwise.conflicts(buffers)
+    sizes = _arrays(buffers)[0]
+    n = len(buffers)
+    if method in ("exact", "best-heuristic"):
+        offsets = _general_best(buffers, nbrs, capacity, sizes)
+        if offsets is not None:
+            return "packed", offsets, 0
+        if method == "best-heuristic":
+            return "failed", np.full(n, -1, np.int64), 0
+    if method in ("exact", "exact-search"):
+        code, offsets, nodes = pairwise.exact_offsets(buffers, nbrs, capacity, time_limit)
+        return _PAIRWISE_STATUS[code], offsets, nodes
+    offsets = _general_heuristic(buffers, nbrs, capacity, method)
+    return ("packed" if (offsets >= 0).all() else "failed"), offsets, 0
+
+
+def _run(buffers: Sequence[Buffer], capacity: int, method: str, time_limit: float | None
+         ) -> tuple[str, np.ndarray, int]:
+    if all(b.plain for b in buffers):
+        sizes, lowers, uppers, aligns = _arrays(buffers)
+        return PACKERS[method](sizes, lowers, uppers, aligns, int(capacity), time_limit)
+    return _general_pack(buffers, int(capacity), method, time_limit)
+
+
+def _follow_hints(buffers: Sequence[Buffer], capacity: int) -> tuple[np.ndarray | None, str]:
+    """A packing with every hinted buffer at its hint (the others by the heuristics), or
+    None, and a note saying which. Hints are advice: MiniMalloc's solver reads and writes
+    them but does not use them; memplace keeps them when they pack."""
+    hinted = [b for b in buffers if b.hint is not None and b.offset is None]
+    if not hinted:
+        return None, ""
+    bad = [b.id for b in hinted if b.hint % b.alignment or b.hint + b.size > capacity]
+    if not bad:
+        pinned = [replace(b, offset=b.hint) if b.hint is not None and b.offset is None else b
+                  for b in buffers]
+        status, offsets, _ = _general_pack(pinned, int(capacity), "best-heuristic", None)
+        if status == "packed":
+            return offsets, f"hints: all {len(hinted)} followed"
+    why = (f"buffer {bad[0]!r}'s hint is misaligned or beyond the capacity" if bad else
+           "the heuristics found no packing with every hinted buffer at its hint")
+    return None, f"hints: not followed ({why})"
+
+
+# ---------------------------------------------------------------------------
 # Public entry points
 
 def validate_buffers(buffers: Sequence[Buffer]) -> None:
@@ -172,10 +238,12 @@ def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
          time_limit: float | None = None, workers: int | None = None) -> PackResult:
     """Offsets for `buffers` within `capacity` by the packer named `method` (see PACKERS).
 
-    `workers` sets the threads of the exact search (default one); with more than
-    one, which of several valid packings comes back may vary from run to run.
+    Every field of a buffer is honoured: gaps and pinned offsets take the pairwise
+    packers (`pairwise`), hints are tried first and kept when they pack (the note says
+    so). `workers` sets the threads of the exact search on rectangles (default one);
+    with more than one, which of several valid packings comes back may vary.
     """
-    packer = PACKERS.get(method)  # raises, naming the method and the known ones
+    PACKERS.get(method)  # raises, naming the method and the known ones
     if time_limit is not None and time_limit <= 0:
         raise MemplaceError(f"time limit {time_limit} must be positive")
     _check_capacity(capacity)
@@ -183,20 +251,34 @@ def pack(buffers: Sequence[Buffer], capacity: int, method: str = "exact",
     start = time.perf_counter()
     if not buffers:
         return PackResult(np.zeros(0, np.int64), "packed", 0, method, 0.0, 0)
-    sizes, lowers, uppers, aligns = _arrays(buffers)
+    sizes = _arrays(buffers)[0]
+    offsets, note = _follow_hints(buffers, capacity)
+    notes = [note] if note else []
+    if offsets is not None:
+        return PackResult(offsets, "packed", _height(sizes, offsets), method,
+                          time.perf_counter() - start, 0, notes)
     with pack_exact.search_workers(workers):
-        status, offsets, nodes = packer(sizes, lowers, uppers, aligns, int(capacity), time_limit)
+        status, offsets, nodes = _run(buffers, capacity, method, time_limit)
     return PackResult(offsets, status, _height(sizes, offsets), method,
-                      time.perf_counter() - start, nodes)
+                      time.perf_counter() - start, nodes, notes)
 
 
 def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: int) -> list[str]:
-    """Every broken rule of a packing, one message per problem naming the buffers; [] = valid."""
+    """Every broken rule of a packing under MiniMalloc's meaning (its `validator.cc`), one
+    message per problem naming the buffers; [] = valid.
+
+    Pinned buffers sit at their pins; offsets are non-negative multiples of the alignment
+    with `offset + size <= capacity`; two buffers active at a common time lie one wholly
+    below the other in the bytes they hold (`buffers.effective_size`). Without gaps that
+    is disjointness of `[offset, offset + size)`; a buffer of size 0 strictly inside
+    another's bytes counts as overlapping, as in MiniMalloc."""
     problems = []
     if len(offsets) != len(buffers):
         return [f"{len(offsets)} offsets for {len(buffers)} buffers"]
     for b, o in zip(buffers, offsets):
         o = int(o)
+        if b.offset is not None and o != b.offset:
+            problems.append(f"buffer {b.id!r} is pinned at {b.offset} but has offset {o}")
         if o < 0:
             problems.append(f"buffer {b.id!r} has no offset ({o})")
         elif o % b.alignment:
@@ -211,12 +293,14 @@ def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: i
             b, ob = buffers[j], int(offsets[j])
             if b.lower >= a.upper:
                 break
-            if oa < 0 or ob < 0 or a.size == 0 or b.size == 0:
+            if oa < 0 or ob < 0:
                 continue
-            if oa < ob + b.size and ob < oa + a.size:
-                problems.append(f"buffers {a.id!r} [{oa}, {oa + a.size}) and {b.id!r} "
-                                f"[{ob}, {ob + b.size}) overlap in memory while both alive over "
-                                f"[{max(a.lower, b.lower)}, {min(a.upper, b.upper)})")
+            a_under = effective_size(a, b)
+            if a_under is None or oa + a_under <= ob or ob + effective_size(b, a) <= oa:
+                continue
+            problems.append(f"buffers {a.id!r} [{oa}, {oa + a.size}) and {b.id!r} "
+                            f"[{ob}, {ob + b.size}) overlap in memory while both active over "
+                            f"[{max(a.lower, b.lower)}, {min(a.upper, b.upper)})")
     return problems
 
 
@@ -239,20 +323,31 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
     if not buffers:
         return PackResult(np.zeros(0, np.int64), "packed", 0, "minimize", 0.0), 0
     sizes, lowers, uppers, aligns = _arrays(buffers)
-    lower = _peak(sizes, lowers, uppers)
-    limit = int(capacity) if capacity is not None else int(sizes.sum() + aligns.sum())
-    status, best, _ = _best_heuristic(sizes, lowers, uppers, aligns, limit, None)
+    lower = peak_live_size(buffers)
+    pins = [b.offset + b.size for b in buffers if b.offset is not None]
+    lower = max([lower, *pins])
+    limit = int(capacity) if capacity is not None else \
+        int(sizes.sum() + aligns.sum() + max([0, *(b.offset for b in buffers if b.offset is not None)]))
+    plain = all(b.plain for b in buffers)
+
+    def solve(height: int, budget: float | None) -> tuple[int, np.ndarray, int]:
+        if plain:
+            return pack_exact.exact_offsets(sizes, lowers, uppers, aligns, height, budget)
+        status, offsets, nodes = _general_pack(buffers, height, "exact-search", budget)
+        return {"packed": pack_exact.PACKED, "infeasible": pack_exact.INFEASIBLE,
+                "timeout": pack_exact.TIME_LIMIT}[status], offsets, nodes
+
+    status, best, _ = _run(buffers, limit, "best-heuristic", None)
     nodes = 0
     if status != "packed":
-        code, best, nodes = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, limit,
-                                                     time_limit)
+        code, best, nodes = solve(limit, time_limit)
         if code != pack_exact.PACKED:
             if code == pack_exact.INFEASIBLE:
                 lower = max(lower, limit + 1)
             wall = time.perf_counter() - start
             return PackResult(best, _STATUS[code], 0, "minimize", wall, nodes), lower
     best, upper, proven_lower, used = pack_exact.lowest_height(
-        sizes, lowers, uppers, aligns, best, lower, deadline,
+        solve, sizes, best, lower, deadline,
         CLIMB_PROBE_S if time_limit is None else time_limit / 20)
     nodes += used
     wall = time.perf_counter() - start
