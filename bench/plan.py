@@ -209,14 +209,8 @@ def fingerprint(source: str, problem_name: str = DEFAULT_PROBLEM) -> tuple[str, 
 
 
 # ---------------------------------------------------------------------- solvers
-def builtin_solvers(problem_name: str = DEFAULT_PROBLEM) -> list[str]:
-    from memplace.solvers import registry
-    return [name for name, info in registry(problem_name).items()
-            if info.fn.__module__.startswith("memplace.solvers.")]
-
-
 def resolve_solvers(entries: list[str], problem_name: str = DEFAULT_PROBLEM) -> list[str]:
-    from memplace.solvers import solver_info
+    from memplace.solvers import builtin_solvers, solver_info
     out: list[str] = []
     for entry in entries:
         if any(c in entry for c in "*?["):

@@ -12,7 +12,7 @@ from memplace.bench.isolation import kill_running, run_forked, run_in_subprocess
 from memplace.bench.plan import Plan
 from memplace.bench.task import Task
 from memplace.bench.store import RunStore, is_ok, latest_by_key, record_key
-from memplace.bench.worker import failure_record, load_kernels
+from memplace.bench.worker import failure_record
 from memplace.model.core.errors import MemplaceError
 
 
@@ -99,6 +99,7 @@ def run_batch(plan: Plan, batch: Batch, store: RunStore, jobs: int, dask: str | 
         return []
     store.folder.mkdir(parents=True, exist_ok=True)
     (store.folder / "plan.toml").write_text(plan.text, encoding="utf-8")
+    from memplace.solvers import load_kernels
     load_kernels(plan.solvers, plan.problem)  # workers find them cached
     expected = {task.key for task in batch.todo}
     results = (dask_results(batch.todo, dask, jobs) if dask

@@ -91,7 +91,7 @@ def run(task: Task) -> dict[str, Any]:
         from memplace.bench.plan import import_solver_modules
         from memplace.instances import load
         from memplace.model.core.problem import problem
-        from memplace.solvers import solve
+        from memplace.solvers import load_kernels, solve
         import_solver_modules(task.solver_modules)
         prob = problem(task.problem)
         inst = load(task.source)
@@ -117,21 +117,6 @@ def run(task: Task) -> dict[str, Any]:
         where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
         return failure_record(task, "error", f"{type(exc).__name__}: {exc}{where}",
                               time.perf_counter() - began)
-
-
-def load_kernels(solvers: list[str], problem: str = "static") -> None:
-    """Load the compiled kernels of the model and of the built-in solvers among `solvers`
-    from the disk cache now (compiling them if they are not there yet), so that a run's
-    clock and trace measure the search, not the loading. A residency solver starts from
-    static solvers' placements (`compiler`, `sa`), so for it every static one is loaded."""
-    from memplace.bench.plan import builtin_solvers
-    from memplace.model import warmup
-    from memplace.solvers import warm_solvers
-    warmup()
-    builtin = builtin_solvers()  # the static problem's
-    names = [name for name in solvers if name in builtin] if problem == "static" else builtin
-    if names:  # (an empty list would mean every registered solver)
-        warm_solvers(names)
 
 
 def _arm_limits(task: Task) -> None:

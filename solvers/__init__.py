@@ -15,10 +15,11 @@ from memplace.model.core.errors import ParameterError
 from memplace.model.core.params import Param
 from memplace.model.core.search import (Result, SearchContext, SolverInfo, add_solver_loader,
                                         register, registry, solve, solver_info, solvers_of)
-from memplace.solvers.warm import warm_solvers
+from memplace.solvers.warm import builtin_solvers, load_kernels, warm_solvers
 
 __all__ = ["Param", "ParameterError", "Result", "SearchContext", "SolverInfo", "register",
-           "registry", "solve", "solver_info", "solvers_of", "load_solver_modules", "warm_solvers"]
+           "registry", "solve", "solver_info", "solvers_of", "load_solver_modules", "warm_solvers",
+           "builtin_solvers", "load_kernels"]
 
 
 def load_solver_modules() -> None:

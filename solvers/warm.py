@@ -1,7 +1,10 @@
-"""Compile every solver's Numba code once, by solving a tiny instance with each."""
+"""Compile every solver's Numba code once, by solving a tiny instance with each, and
+choose which solvers a run needs warm (`load_kernels`): the command line's `solve` and
+the harness both call it, so neither reaches the other to warm."""
 from __future__ import annotations
 
 from memplace.model import Instance
+from memplace.model.core.search import DEFAULT_PROBLEM
 from memplace.model.warmup import tiny_instance_dict, warmup
 
 
@@ -17,6 +20,26 @@ def warm_solvers(names: list[str] | None = None) -> list[str]:
         done.append(name)
     _warm_packers()
     return done
+
+
+def builtin_solvers(problem_name: str = DEFAULT_PROBLEM) -> list[str]:
+    """The solvers of `problem_name` that memplace itself registers (not those of a
+    plan's own modules)."""
+    from memplace.solvers import registry
+    return [name for name, info in registry(problem_name).items()
+            if info.fn.__module__.startswith("memplace.solvers.")]
+
+
+def load_kernels(solvers: list[str], problem: str = DEFAULT_PROBLEM) -> None:
+    """Load the compiled kernels of the model and of the built-in solvers among `solvers`
+    from the disk cache now (compiling them if they are not there yet), so that a run's
+    clock and trace measure the search, not the loading. A residency solver starts from
+    static solvers' placements (`compiler`, `sa`), so for it every static one is loaded."""
+    warmup()
+    builtin = builtin_solvers()  # the static problem's
+    names = [name for name in solvers if name in builtin] if problem == DEFAULT_PROBLEM else builtin
+    if names:  # (an empty list would mean every registered solver)
+        warm_solvers(names)
 
 
 def _warm_packers() -> None:

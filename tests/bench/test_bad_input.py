@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.bench.plan import PlanError, load_plan
 from memplace.bench.results import Results
 from memplace.bench.store import RunsFileError, read_runs
@@ -239,7 +239,7 @@ def test_bad_bytes_and_huge_size_exit_2_in_a_real_process(tmp_path):
     latin = tmp_path / "utf16.json"
     latin.write_bytes(b"\xff\xfe" + builtin_path("vgg16@nnpi").read_bytes())
     for path, word in ((huge, "size"), (latin, "not UTF-8")):
-        run = subprocess.run([sys.executable, "-m", "memplace.bench.cli", "instances", "show",
+        run = subprocess.run([sys.executable, "-m", "memplace.cli", "instances", "show",
                               str(path)], capture_output=True, text=True)
         assert run.returncode == 2, run.stderr
         assert run.stdout == "" and len(run.stderr.splitlines()) == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.bench.plan import (EXTRA_MODULES_ENV, PlanError, import_solver_modules,
                                  load_plan)
 from memplace.bench.results import Results
@@ -200,7 +200,7 @@ def test_killed_batch_resumes_without_losing_or_duplicating_a_run(tmp_path):
                       params={"test-steps": {"pause": 0.5}})
     out = tmp_path / "out"
     runs = out / "runs.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "memplace.bench.cli", "bench", str(plan),
+    proc = subprocess.Popen([sys.executable, "-m", "memplace.cli", "bench", str(plan),
                              "--out", str(out), "--jobs", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

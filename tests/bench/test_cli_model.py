@@ -5,7 +5,7 @@ import json
 
 from click.testing import CliRunner
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.model.warmup import tiny_instance_dict
 
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.bench.report_plots import ECDF_TARGETS, profile_ratios, target_hits
 from memplace.bench.results import Results, reach, shifted_geomean
 from memplace.bench.store import FIELDS

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from memplace.bench import provenance
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.bench.results import Results, code_label
 from memplace.model import Instance, slowest_latency
 from memplace.solvers import solve

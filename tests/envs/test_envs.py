@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from gymnasium.utils.env_checker import check_env
 
 import memplace.envs  # noqa: F401  (registers the environments)
-from memplace.bench.cli.main import main
+from memplace.cli.main import main
 from memplace.envs import PLACEMENT_ID, RESIDENCY_ID, evaluate_policy
 from memplace.envs.leaderboard import PlannerMoves, RandomLegal, RandomPlacement, SolverPlacement
 from memplace.instances import load

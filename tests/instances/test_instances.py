@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.instances import (COMMITTED, DATA_DIR, HARDWARE, WORKLOADS, build_instance,
                                 builtin_names, committed_specs, dumps, hardware_preset, load,
                                 residency_names)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.instances import from_onnx
 from memplace.instances.onnx import OnnxImportError, OnnxImportWarning
 from memplace.model import Instance

@@ -11,7 +11,7 @@ import onnx
 import pytest
 from click.testing import CliRunner
 
-from memplace.bench.cli import main
+from memplace.cli import main
 import memplace.instances.onnx
 from memplace.instances import from_onnx, workload
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from jax import lax
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.instances.xla import (XlaImportError, cost_comparison, from_hlo_text, import_xla,
                                     write_baseline)
 from memplace.instances.xla.heap import compare_heap

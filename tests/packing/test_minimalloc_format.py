@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.model.core.errors import MemplaceError
 from memplace.model.packing.buffers import Buffer, Gap, effective_size
 from memplace.model.packing.minimalloc_csv import read_buffers

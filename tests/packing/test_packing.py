@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.model.core.errors import MemplaceError
 from memplace.model.packing import BENCHMARKS
 from memplace.model.packing.minimalloc_csv import read_buffers

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.model.core.errors import MemplaceError
 from memplace.model.packing import exact
 from memplace.model.packing.generate import (HELDOUT, activation_instance, cut_instance,

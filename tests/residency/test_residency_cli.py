@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from memplace.bench.cli import main
+from memplace.cli import main
 from memplace.model.residency import Window, simulate
 from residency_cases import LLC, SRAM, small, small_dict, solution
 

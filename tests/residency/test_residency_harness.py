@@ -8,7 +8,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from memplace.bench.cli.main import main
+from memplace.cli.main import main
 from memplace.bench.plan import PlanError, load_plan
 from memplace.bench.replay import recheck
 from memplace.bench.report_tables import instance_table

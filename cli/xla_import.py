@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from memplace.bench.cli.onnx_import import _hardware
-from memplace.bench.cli.values import SECONDS
+from memplace.cli.onnx_import import _hardware
+from memplace.cli.values import SECONDS
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.files import atomic_write
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from memplace.bench.cli.values import SECONDS, SEED
+from memplace.cli.values import SECONDS, SEED
 from memplace.instances import load as load_instance
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.search import DEFAULT_PROBLEM
@@ -32,11 +32,10 @@ def solve_command(instance: str, solver_name: str, time_limit: float, seed: int,
                   params: tuple[str, ...], problem_name: str, output: str | None) -> None:
     """Place INSTANCE's tensors with one solver; print latency, speedups, bound and gap."""
     from memplace.model.core.problem import problem
-    from memplace.solvers import solve, solver_info
+    from memplace.solvers import load_kernels, solve, solver_info
     prob = problem(problem_name)
     checked = solver_info(solver_name, prob.name).check(parse_params(params))  # before loading
     inst = load_instance(instance)
-    from memplace.bench.worker import load_kernels
     load_kernels([solver_name], prob.name)  # compiled (or loaded) before the clock starts
     result = solve(inst, solver_name, time_limit=time_limit, seed=seed, problem=prob, **checked)
     slowest, compiler = (solve(inst, prob.baselines[role], time_limit=None, problem=prob).latency

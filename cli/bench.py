@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from memplace.bench.cli.values import JOBS
+from memplace.cli.values import JOBS
 
 
 class Progress:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from memplace.bench.cli.values import BYTES, SECONDS, count
+from memplace.cli.values import BYTES, SECONDS, count
 from memplace.model.core.errors import MemplaceError
 from memplace.model.packing import BENCHMARKS
 from memplace.model.packing.minimalloc_csv import read_buffers, write_solution

@@ -11,8 +11,8 @@ import sys
 
 import click
 
-from memplace.bench.cli import (bench, bound, envs, instances, model, onnx_import, pack, residency,
-                                solve, xla_import)
+from memplace.cli import (bench, bound, envs, instances, model, onnx_import, pack, residency, solve,
+                          xla_import)
 from memplace.model.core.errors import MemplaceError
 
 # Modules that define click commands in a list named COMMANDS.

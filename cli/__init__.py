@@ -1,4 +1,4 @@
 """The `memplace` command line (`main`), apart from the harness it drives."""
-from memplace.bench.cli.main import main
+from memplace.cli.main import main
 
 __all__ = ["main"]

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from memplace.bench.cli.values import Seconds, count
+from memplace.cli.values import Seconds, count
 from memplace.instances import load as load_instance
 from memplace.model import validate_solution_file, warmup
 

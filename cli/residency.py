@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memplace.bench.cli.solve import parse_params
+from memplace.cli.solve import parse_params
 from memplace.model.core.errors import MemplaceError
 
 DEFAULT_OUT = Path("results") / "residency-msa"

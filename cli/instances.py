@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from memplace.bench.cli.values import SEED, count
+from memplace.cli.values import SEED, count
 from memplace.model.core.errors import MemplaceError
 
 MiB = 1024 * 1024
@@ -120,7 +120,7 @@ def export_command(instance: str, output: str | None, onnx_output: str | None,
 
 
 def _export_onnx(instance: str, output: str, params: dict) -> None:
-    from memplace.bench.cli.onnx_import import _onnx_module
+    from memplace.cli.onnx_import import _onnx_module
     from memplace.instances import workload
     save_onnx = _onnx_module().save_onnx
     workload_name = instance.partition("@")[0]

@@ -1,3 +1,0 @@
-from memplace.bench.cli.main import main
-
-main()

@@ -1,0 +1,3 @@
+from memplace.cli.main import main
+
+main()
