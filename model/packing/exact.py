@@ -21,8 +21,8 @@ import numpy as np
 from memplace.model.packing.ordering import features as _features
 from memplace.model.packing.ordering import random_order as _random_order
 from memplace.model.packing.ordering import static_orders as _static_orders
-from memplace.model.packing.search import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED, TIME_LIMIT,
-                                          search)
+from memplace.model.packing.compiled import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED,
+                                             TIME_LIMIT, search)
 
 __all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "lowest_height",
            "search_workers"]

@@ -20,9 +20,7 @@ import numpy as np
 from numba import njit
 
 from memplace.model.packing.offset_index import index_add, index_fit, new_offset_index
-
-FIRST_FIT = 0
-BEST_FIT = 1
+from memplace.model.packing.compiled import BEST_FIT, FIRST_FIT, HEURISTICS  # noqa: F401
 
 
 @njit(cache=True, nogil=True)
@@ -93,11 +91,3 @@ def heuristic_offsets(sizes, lowers, uppers, alignments, capacity, which):
         order = _order_by(sizes, lengths)
     return place_in_order(order, sizes, lowers, uppers, alignments, capacity,
                           BEST_FIT if which < 2 else FIRST_FIT)
-
-
-HEURISTICS = {
-    "best-fit-size": 0,       # XLA global decreasing-size best-fit (spatial)
-    "best-fit-length": 1,     # XLA global decreasing-size best-fit (temporal)
-    "greedy-size": 2,         # TFLite greedy by size with gap filling
-    "greedy-conflicts": 3,    # TVM greedy by conflicts
-}

@@ -20,7 +20,8 @@ from memplace.model.core.registry import Registry
 from memplace.model.packing import exact as pack_exact
 from memplace.model.packing import pairwise
 from memplace.model.packing.buffers import Buffer, Gap, effective_size
-from memplace.model.packing.heuristics import HEURISTICS, FIRST_FIT, heuristic_offsets, place_in_order
+from memplace.model.packing.compiled import (FIRST_FIT, HEURISTICS, heuristic_offsets,
+                                             place_in_order)
 
 _STATUS = {pack_exact.PACKED: "packed", pack_exact.INFEASIBLE: "infeasible", pack_exact.TIME_LIMIT: "timeout"}
 CLIMB_PROBE_S = 2.0  # seconds per climbing probe of `minimize` without a time limit

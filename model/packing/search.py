@@ -57,11 +57,8 @@ from numba import njit
 warnings.filterwarnings("ignore", message=".*Code running in object mode",
                         category=numba.NumbaWarning)
 
-PACKED = 0
-INFEASIBLE = 1
-NODE_LIMIT = 2
-TIME_LIMIT = 3
-STOPPED = 4  # another search of the same problem finished first
+from memplace.model.packing.compiled import (INFEASIBLE, NODE_LIMIT, PACKED,  # noqa: F401
+                                             STOPPED, TIME_LIMIT)
 
 
 @njit(cache=True, nogil=True)
