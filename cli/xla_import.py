@@ -68,4 +68,38 @@ def xla_heap_command(csv_path: str, time_limit: float) -> None:
                + f"), {100 * got.saving:.2f}% smaller")
 
 
-COMMANDS = [import_xla_command, xla_heap_command]
+@click.command("xla-programs")
+@click.argument("names", nargs=-1)
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="folder to write [default: the package's instances/data/xla]")
+def xla_programs_command(names: tuple[str, ...], out: str | None) -> None:
+    """Compile the committed JAX programs (all, or NAMES) and rewrite their instance files,
+    XLA heap baselines, HLO text and PROVENANCE.json (needs memplace[xla])."""
+    from memplace.instances.xla.programs import regenerate
+    written = regenerate(Path(out) if out else None, list(names) or None, progress=click.echo)
+    click.echo(f"wrote {len(written)} files into {written[0].parent}")
+
+
+@click.command("xla-table")
+@click.option("--runs", "runs_dir", type=click.Path(file_okay=False), default="results/xla",
+              show_default=True, help="folder holding static/runs.jsonl and residency/runs.jsonl "
+                                      "(memplace bench xla / xla-residency --out FOLDER/...)")
+@click.option("--pack-time-limit", type=SECONDS, default=10.0, show_default=True)
+def xla_table_command(runs_dir: str, pack_time_limit: float) -> None:
+    """Write FOLDER/table.md (XLA's heap vs memplace's packing, msa vs the best residency
+    solver vs the bound, per committed XLA program) and FOLDER/solvers.md (every run)."""
+    from memplace.bench.xla_table import solver_check_markdown, xla_rows, xla_table_markdown
+    folder = Path(runs_dir)
+    static, residency = folder / "static" / "runs.jsonl", folder / "residency" / "runs.jsonl"
+    rows = xla_rows(static, residency, pack_time_limit,
+                    progress=lambda r: click.echo(f"{r.program}: XLA heap {r.xla_heap} B, memplace "
+                                                  f"{r.packed} B ({'checked' if r.checked else 'NOT CHECKED'})"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in (("table.md", xla_table_markdown(rows)),
+                       ("solvers.md", solver_check_markdown(static, residency))):
+        with atomic_write(folder / name, "table") as out:
+            out.write(text)
+        click.echo(f"wrote {folder / name}")
+
+
+COMMANDS = [import_xla_command, xla_heap_command, xla_programs_command, xla_table_command]

@@ -22,6 +22,7 @@ from memplace.model.instance import FORMAT, dumps
 from memplace.model.core.errors import MemplaceError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+XLA_DIR = DATA_DIR / "xla"  # the committed XLA programs (memplace.instances.xla.programs)
 
 # Each maker returns a spec `workload` dict; keyword parameters: batch, width
 # (bytes per element), seq_len for the language models; seed for synthetic ones.
@@ -149,15 +150,23 @@ def builtin_names() -> list[str]:
     return sorted(path.stem for path in DATA_DIR.glob("*.json"))
 
 
+def xla_names() -> list[str]:
+    """Names of the committed XLA programs (`instances/data/xla/`, written by
+    `memplace xla-programs`), sorted; loadable by name like the built-in instances."""
+    return sorted(path.stem for path in XLA_DIR.glob("*.json") if "@" in path.stem)
+
+
 def builtin_path(name: str) -> Path:
-    """The file of a built-in instance, or the path itself if `name` is an existing file."""
-    path = DATA_DIR / f"{name}.json"
-    if "/" not in name and path.is_file():
-        return path
+    """The file of a built-in instance (or a committed XLA program), or the path itself if
+    `name` is an existing file."""
+    for folder in (DATA_DIR, XLA_DIR):
+        path = folder / f"{name}.json"
+        if "/" not in name and path.is_file():
+            return path
     candidate = Path(name)
     if candidate.exists() or "/" in name or name.endswith(".json"):
         return candidate  # a path: loading it names what is wrong (a folder, no such file)
-    raise _unknown("instance", name, builtin_names())
+    raise _unknown("instance", name, builtin_names() + xla_names())
 
 
 def load(name_or_path: str | Path, problem: str = "static") -> Instance:

@@ -184,6 +184,8 @@ class CostModel:
             return [0] * len(leaves)
         if op in ("dynamic-update-slice", "fusion"):
             roots = self._output_roots(ins)
+            if len(roots) != len(leaves):  # one root writing a tuple (a variadic reduce)
+                return [leaf.nbytes for leaf in leaves]
             return [self._written(r, leaf) for r, leaf in zip(roots, leaves)]
         return [leaf.nbytes for leaf in leaves]
 
@@ -209,10 +211,11 @@ class CostModel:
         scatter's buffer, also as a fusion's root), else None."""
         if ins.opcode in ("dynamic-update-slice", "scatter"):
             return [0]
-        if ins.opcode != "fusion":
+        roots = self._output_roots(ins) if ins.opcode == "fusion" else []
+        if len(roots) != len(ins.shape.leaves()):
             return [None] * len(ins.shape.leaves())
         out = []
-        for root in self._output_roots(ins):
+        for root in roots:
             computation, r = root
             buffer = r.operands[0] if r.opcode in ("dynamic-update-slice", "scatter") else None
             node = computation.by_name[buffer] if buffer else None

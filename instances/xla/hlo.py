@@ -171,6 +171,7 @@ def parse_shape(text: str, where: str) -> tuple[Shape, int]:
     return Shape(dtype, dims), used
 
 
+_COMMENT = re.compile(r"/\*.*?\*/")
 _INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*")
 _HEADER = re.compile(r"^\s*(ENTRY\s+)?%?([^\s(]+)\s*\(.*\{\s*$")
 
@@ -190,8 +191,10 @@ def _instruction(line: str, number: int, where: str) -> Instruction:
             raise XlaImportError(f"{here}: cannot read the opcode in {rest[:40]!r}")
         opcode = op_match.group(1)
         close = _closing(rest, op_match.end() - 1)
-    except ValueError as exc:
-        raise XlaImportError(f"{here}: {exc}") from None
+    except XlaImportError:
+        raise
+    except ValueError as exc:  # an unbalanced bracket
+        raise XlaImportError(f"{here}: cannot read it ({exc})") from None
     inside, attrs = rest[op_match.end():close], rest[close + 1:].lstrip(", ").strip()
     literal, operands = "", []
     if opcode in ("constant", "parameter", "iota", "rng-get-and-update-state"):
@@ -231,6 +234,8 @@ def parse_module(text: str, where: str = "HLO text") -> Module:
             continue
         if not stripped:
             continue
+        if "/*" in line:  # `/*index=5*/` marks in long tuple shapes
+            line = _COMMENT.sub("", line)
         instruction = _instruction(line, number, where)
         current.instructions.append(instruction)
         current.by_name[instruction.name] = instruction

@@ -6,6 +6,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from jax import lax
@@ -16,11 +17,11 @@ from memplace.instances.xla import (XlaImportError, cost_comparison, from_hlo_te
 from memplace.instances.xla.heap import compare_heap
 from memplace.model import Instance
 
-KEY = jax.random.PRNGKey(0)
+RNG = np.random.default_rng(0)
 
 
 def _normal(*shape):
-    return jax.random.normal(KEY, shape, jnp.float32)
+    return jnp.asarray(RNG.standard_normal(shape, dtype=np.float32))
 
 
 def scanned_mlp(w_in, w_layers, x):
