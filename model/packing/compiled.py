@@ -9,34 +9,30 @@ solvers) call from their own Numba code.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+
+from memplace.model.packing.rules import (BEST_FIT, FIRST_FIT, HEURISTICS,  # noqa: F401
+                                          INFEASIBLE, NODE_LIMIT, PACKED, STOPPED, TIME_LIMIT)
 
 try:
     from memplace.model.packing import _core
-except ImportError as exc:  # a source tree used without `pip install`
-    raise ImportError("memplace's compiled packing core is not built: install memplace with "
-                      "pip (pip install . or pip install -e .), which needs a C compiler "
-                      f"({exc})") from None
-
-# statuses of the search kernel
-PACKED, INFEASIBLE, NODE_LIMIT, TIME_LIMIT, STOPPED = 0, 1, 2, 3, 4
-
-FIRST_FIT = 0
-BEST_FIT = 1
-HEURISTICS = {
-    "best-fit-size": 0,       # XLA global decreasing-size best-fit (spatial)
-    "best-fit-length": 1,     # XLA global decreasing-size best-fit (temporal)
-    "greedy-size": 2,         # TFLite greedy by size with gap filling
-    "greedy-conflicts": 3,    # TVM greedy by conflicts
-}
-
-search = _core.search
+except ImportError:  # a source tree whose core was not built since it was added
+    _core = None
+    warnings.warn("memplace's compiled packing core is not built (pip install -e . builds it; "
+                  "it needs a C compiler): packing falls back to the Numba kernels, which "
+                  "compile on first use", RuntimeWarning, stacklevel=2)
 
 
 def heuristic_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
                       alignments: np.ndarray, capacity: int, which: int) -> np.ndarray:
     """Offsets by heuristic number `which` (see `heuristics.heuristic_offsets`); -1 = did
     not fit."""
+    if _core is None:
+        from memplace.model.packing import heuristics
+        return heuristics.heuristic_offsets(_i64(sizes), _i64(lowers), _i64(uppers),
+                                            _i64(alignments), np.int64(capacity), which)
     out = np.full(sizes.size, -1, np.int64)
     _core.heuristic_offsets(_i64(sizes), _i64(lowers), _i64(uppers), _i64(alignments),
                             int(capacity), int(which), out)
@@ -47,10 +43,22 @@ def place_in_order(order: np.ndarray, sizes: np.ndarray, lowers: np.ndarray,
                    uppers: np.ndarray, alignments: np.ndarray, capacity: int,
                    gap_rule: int) -> np.ndarray:
     """Offsets for buffers placed in `order` by `gap_rule` (see `heuristics.place_in_order`)."""
+    if _core is None:
+        from memplace.model.packing import heuristics
+        return heuristics.place_in_order(_i64(order), _i64(sizes), _i64(lowers), _i64(uppers),
+                                         _i64(alignments), np.int64(capacity), gap_rule)
     out = np.full(sizes.size, -1, np.int64)
     _core.place_in_order(_i64(order), _i64(sizes), _i64(lowers), _i64(uppers),
                          _i64(alignments), int(capacity), int(gap_rule), out)
     return out
+
+
+def search(*args):
+    """The canonical-packing search kernel (see `search.search` for its arguments)."""
+    if _core is None:
+        from memplace.model.packing.search import search as reference
+        return reference(*args)
+    return _core.search(*args)
 
 
 def _i64(a: np.ndarray) -> np.ndarray:

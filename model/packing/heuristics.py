@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from memplace.model.packing.offset_index import index_add, index_fit, new_offset_index
-from memplace.model.packing.compiled import BEST_FIT, FIRST_FIT, HEURISTICS  # noqa: F401
+from memplace.model.packing.rules import BEST_FIT, FIRST_FIT, HEURISTICS  # noqa: F401
 
 
 @njit(cache=True, nogil=True)

@@ -57,7 +57,7 @@ from numba import njit
 warnings.filterwarnings("ignore", message=".*Code running in object mode",
                         category=numba.NumbaWarning)
 
-from memplace.model.packing.compiled import (INFEASIBLE, NODE_LIMIT, PACKED,  # noqa: F401
+from memplace.model.packing.rules import (INFEASIBLE, NODE_LIMIT, PACKED,  # noqa: F401
                                              STOPPED, TIME_LIMIT)
 
 

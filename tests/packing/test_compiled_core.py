@@ -72,3 +72,9 @@ def test_compiled_search_equals_the_reference_on_a_challenging_instance():
                               1048576, True, 20000)
     assert got == want
     assert got[1] > 100  # a real search, not a trivial one
+
+
+def test_the_installed_package_has_its_compiled_core():
+    # the fallback to Numba is for source trees only: an install always builds the core
+    assert compiled._core is not None
+    assert compiled.search is not reference_search.search
