@@ -11,13 +11,13 @@ import sys
 
 import click
 
-from memplace.cli import (bench, bound, envs, instances, model, onnx_import, pack, residency, solve,
-                          xla_import)
+from memplace.cli import (bench, bound, envs, instances, library, model, onnx_import, pack,
+                          residency, solve, xla_import)
 from memplace.model.core.errors import MemplaceError
 
 # Modules that define click commands in a list named COMMANDS.
 COMMAND_MODULES = (instances, model, pack, solve, bench, residency, envs, onnx_import, bound,
-                   xla_import)
+                   xla_import, library)
 
 
 class _Group(click.Group):

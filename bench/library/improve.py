@@ -1,0 +1,258 @@
+"""Filling and improving a library: adding instances with their default and cheap certified
+bounds, then running solvers with a budget and recording every better solution or bound
+with its provenance (the way MIPLIB records an update).
+
+Work is a list of `Task`s, each run by `run_task` in a worker (a local loop, or Dask
+workers when a scheduler address is given); the results come back as plain data and
+only this process writes the library.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field, asdict
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+from memplace.bench.library import store
+from memplace.bench.library.check import load_entry_instance
+from memplace.instances.library import OPTIMAL_GAP, Entry, Library
+from memplace.model.core.errors import MemplaceError
+
+DEFAULTS = {"static": "compiler", "residency": "msa", "packing": "best-heuristic"}
+# The solvers `improve` runs per problem: the exact models first (they also prove bounds).
+IMPROVERS = {"static": ("milp", "sa"), "residency": ("bound", "sa"), "packing": ("minimize",)}
+LP_TIME_LIMIT_S = 60.0
+# Solvers whose `lower_bound` is HiGHS's dual bound after branch and bound (the others
+# report closed-form bounds, which the library recomputes itself).
+BRANCH_AND_BOUND = ("milp", "bound")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One solver run on one entry's instance (`source`: a catalog name or a file)."""
+
+    entry: str
+    problem: str
+    source: str
+    solver: str
+    time_limit: float | None
+    seed: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """Run a task; what it found as plain data (solution text, objective, bounds)."""
+    began = time.perf_counter()
+    if task.problem == "packing":
+        return _run_packing(task, began)
+    from memplace.instances import load
+    from memplace.solvers import solve
+    inst = load(task.source, task.problem)
+    if task.solver == "lp-dual":
+        from memplace.solvers.certificate import closed_form, lp_dual, lp_models
+        bounds = [{"kind": "closed-form", "value": closed_form(inst), "label": ""}]
+        for model in lp_models(task.problem):
+            cert = lp_dual(inst, model, task.time_limit)
+            if cert is not None:
+                bounds.append({"kind": "lp-dual", "value": cert["bound"], "label": model,
+                               "certificate": cert})
+        return {"task": asdict(task), "bounds": bounds, "wall_s": time.perf_counter() - began}
+    result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
+                   problem=task.problem, **task.params)
+    from memplace.model.core.problem import problem as get_problem
+    file = get_problem(task.problem).solution_file(result)
+    out: dict[str, Any] = {"task": asdict(task), "objective": float(result.latency),
+                           "solution": json.dumps(file.to_dict(inst), indent=1) + "\n",
+                           "params": dict(result.params), "wall_s": result.wall_s, "bounds": []}
+    if task.solver in BRANCH_AND_BOUND and result.lower_bound is not None and \
+            math.isfinite(result.lower_bound):
+        out["bounds"].append({"kind": "branch-and-bound", "value": float(result.lower_bound),
+                              "label": task.solver})
+    return out
+
+
+def _run_packing(task: Task, began: float) -> dict[str, Any]:
+    import io
+    from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
+    from memplace.model.packing.packers import PACKERS, minimize, peak_live_size
+    packing = read_buffers(task.source)
+    buffers = packing.buffers
+    peak = peak_live_size(buffers)
+    bounds = [{"kind": "peak-live", "value": float(peak), "label": ""}]
+    if task.solver == "minimize":
+        result, lower = minimize(buffers, task.time_limit, task.params.get("capacity"))
+        offsets = result.offsets
+        if lower > peak:
+            bounds.append({"kind": "exhaustion", "value": float(lower), "label": "minimize"})
+    else:
+        sizes = np.array([b.size for b in buffers], np.int64)
+        lowers = np.array([b.lower for b in buffers], np.int64)
+        uppers = np.array([b.upper for b in buffers], np.int64)
+        aligns = np.array([b.alignment for b in buffers], np.int64)
+        status, offsets, _ = PACKERS[task.solver](sizes, lowers, uppers, aligns,
+                                                  int(sizes.sum() + aligns.sum()), None)
+    sizes = np.array([b.size for b in buffers], np.int64)
+    if (np.asarray(offsets) < 0).any():
+        return {"task": asdict(task), "objective": math.inf, "bounds": bounds,
+                "wall_s": time.perf_counter() - began}
+    height = int((np.asarray(offsets) + sizes).max()) if len(buffers) else 0
+    tmp = io.StringIO()
+    import csv
+    writer = csv.DictWriter(tmp, fieldnames=[f for f in packing.fieldnames if f != "offset"] + ["offset"],
+                            lineterminator="\n")
+    writer.writeheader()
+    for row, off in zip(packing.rows, offsets):
+        writer.writerow({**row, "offset": int(off)})
+    return {"task": asdict(task), "objective": float(height), "solution": tmp.getvalue(),
+            "params": {}, "wall_s": time.perf_counter() - began, "bounds": bounds}
+
+
+def results(tasks: list[Task], scheduler: str | None = None) -> Iterator[dict[str, Any]]:
+    """Each task's outcome as it finishes: on Dask workers when `scheduler` is an address,
+    else one after another here. A task that raises yields {"task", "error"}."""
+    if scheduler:
+        try:
+            from distributed import Client, as_completed
+        except ModuleNotFoundError:
+            raise MemplaceError("--scheduler needs Dask: pip install 'memplace[dask]'") from None
+        with Client(scheduler) as client:
+            futures = client.map(_guarded, tasks, pure=False)
+            for future in as_completed(futures):
+                yield future.result()
+        return
+    for task in tasks:
+        yield _guarded(task)
+
+
+def _guarded(task: Task) -> dict[str, Any]:
+    try:
+        return run_task(task)
+    except Exception as exc:  # one failed run must not lose the others' results
+        return {"task": asdict(task), "error": f"{type(exc).__name__}: {exc}"}
+
+
+def record(lib: Library, outcome: dict[str, Any]) -> list[str]:
+    """Record what a task found in the library; one line per improvement."""
+    task = outcome["task"]
+    entry = lib.entry(task["entry"])
+    lines = []
+    if "error" in outcome:
+        return [f"{entry.id}: {task['solver']} failed: {outcome['error']}"]
+    prov = store.provenance(task["solver"], outcome.get("params", task["params"]), task["seed"],
+                            task["time_limit"], outcome.get("wall_s"))
+    text = outcome.get("solution")
+    if text is not None and math.isfinite(outcome["objective"]):
+        suffix = ".csv" if entry.problem == "packing" else ".json"
+        before = entry.best["objective"]
+        if store.record_solution(lib, entry, outcome["objective"],
+                                 lambda path: path.write_text(text, encoding="utf-8"), prov, suffix):
+            lines.append(f"{entry.id}: best {before:.6g} -> {outcome['objective']:.6g} ({task['solver']})")
+    for bound in outcome.get("bounds", []):
+        if store.record_bound(lib, entry, bound["value"], bound["kind"], prov,
+                              bound.get("certificate"), bound.get("label", "")):
+            lines.append(f"{entry.id}: {bound['kind']} bound {bound['value']:.6g}"
+                         + (f" ({bound['label']})" if bound.get("label") else ""))
+    return lines
+
+
+def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: int = 1,
+                  solvers: dict[str, tuple[str, ...]] | None = None) -> list[Task]:
+    """A run of every improver of each entry's problem, `budget` seconds each; entries
+    already optimal are skipped."""
+    tasks = []
+    for e in entries:
+        if e.gap is not None and e.gap <= OPTIMAL_GAP:
+            continue
+        for solver in (solvers or IMPROVERS)[e.problem]:
+            for seed in range(seeds):
+                params = {"capacity": e.data["capacity"]} if e.data.get("capacity") else {}
+                tasks.append(Task(e.id, e.problem, str(lib.instance_source(e)), solver, budget,
+                                  seed, params))
+    return tasks
+
+
+def improve(lib: Library, budget: float, entries: Iterable[Entry] | None = None,
+            scheduler: str | None = None, seeds: int = 1,
+            echo: Callable[[str], None] = print) -> int:
+    """Run the improvers on `entries` (default: every entry not yet optimal) and record
+    what is better, saving the library after each result. Returns the improvements."""
+    chosen = list(lib.entries if entries is None else entries)
+    for e in chosen:
+        load_entry_instance(lib, e)  # an instance that changed is refused before any run
+    count = 0
+    for outcome in results(improve_tasks(lib, chosen, budget, seeds), scheduler):
+        lines = record(lib, outcome)
+        count += sum(1 for line in lines if "failed" not in line)
+        for line in lines:
+            echo(line)
+        store.save(lib)
+    return count
+
+
+# ------------------------------------------------------------------ adding instances
+def add_instance(lib: Library, source: str | Path, problems: Iterable[str] = ("static", "residency"),
+                 workload: str | None = None, copy: bool = True) -> list[Entry]:
+    """Add an instance (a catalog name, or an instance file copied into the library) for
+    each problem, with its default solution and closed-form and LP-dual bounds."""
+    from memplace.instances import builtin_names, load
+    inst = load(source)
+    name = inst.name
+    if str(source) in builtin_names():
+        ref = str(source)
+    else:
+        ref = store.copy_instance(lib, Path(source), name, ".json") if copy else str(source)
+    workload = workload or name.split("@")[0].split("[")[0]
+    added = []
+    for problem in problems:
+        solver = DEFAULTS[problem]
+        entry = store.add_entry(lib, problem=problem, instance_ref=ref, name=name,
+                                sha256=inst.fingerprint(), workload=workload, ops=inst.n_ops,
+                                default={"solver": solver, "objective": math.nan})
+        src = str(lib.instance_source(entry))
+        outcome = run_task(Task(entry.id, problem, src, solver, None))
+        entry.default["objective"] = outcome["objective"]
+        record(lib, outcome)
+        record(lib, run_task(Task(entry.id, problem, src, "lp-dual", LP_TIME_LIMIT_S)))
+        added.append(entry)
+    store.save(lib)
+    return added
+
+
+def add_packing(lib: Library, csv_path: Path, name: str, workload: str,
+                capacity: int | None = None) -> Entry:
+    """Add a packing instance (MiniMalloc CSV, copied) with the best heuristic's height and
+    the peak live size; `capacity` is the height its source asks to fit in, if any."""
+    import hashlib
+    ref = store.copy_instance(lib, csv_path, name, ".csv")
+    digest = hashlib.sha256(lib.path(ref).read_bytes()).hexdigest()
+    from memplace.model.packing.minimalloc_csv import read_buffers
+    n = len(read_buffers(lib.path(ref)).buffers)
+    entry = store.add_entry(lib, problem="packing", instance_ref=ref, name=name, sha256=digest,
+                            workload=workload, ops=n, default={"solver": DEFAULTS["packing"],
+                                                               "objective": math.nan})
+    if capacity:
+        entry.data["capacity"] = int(capacity)
+    outcome = run_task(Task(entry.id, "packing", str(lib.path(ref)), DEFAULTS["packing"], None))
+    entry.default["objective"] = outcome["objective"]
+    record(lib, outcome)
+    store.save(lib)
+    return entry
+
+
+def drop_ties(lib: Library) -> list[str]:
+    """Drop the entries whose default is already proven optimal (every method ties with
+    it: nothing to find), saying so in the manifest."""
+    lines = []
+    for e in list(lib.entries):
+        bound = e.bound
+        if e.problem != "packing" and bound and e.default["objective"] <= bound * (1 + OPTIMAL_GAP):
+            store.drop(lib, e, f"the default ({e.default['solver']}, {e.default['objective']:.6g} s) "
+                               f"is within {OPTIMAL_GAP:g} of the bound {bound:.6g} s: every "
+                               "solver ties with it")
+            lines.append(f"dropped {e.id}: the default is optimal")
+    store.save(lib)
+    return lines

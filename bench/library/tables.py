@@ -1,0 +1,67 @@
+"""The library as text: the list of entries, one entry in full, figures in each problem's unit."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from memplace.instances.library import BOUND_KINDS, Entry, Library
+
+
+def figure(entry: Entry, value: float | None) -> str:
+    """Microseconds for latencies, bytes for packing heights."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.0f}" if entry.problem == "packing" else f"{value * 1e6:.3f}"
+
+
+def percent(gap: float | None) -> str:
+    return "-" if gap is None else f"{100 * gap:.2f}"
+
+
+def list_rows(lib: Library) -> list[dict[str, Any]]:
+    rows = []
+    for e in lib.entries:
+        rows.append({"entry": e.id, "problem": e.problem, "instance": e.name, "split": e.split,
+                     "ops": e.ops, "unit": "bytes" if e.problem == "packing" else "us",
+                     "default": figure(e, e.default["objective"]),
+                     "best known": figure(e, e.best["objective"]),
+                     "bound": figure(e, e.bound), "certified bound": figure(e, e.certified_bound),
+                     "gap %": percent(e.gap), "certified gap %": percent(e.certified_gap),
+                     "status": e.status,
+                     "found by": (e.best.get("provenance") or {}).get("solver", "-")})
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(none)\n"
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "|".join("---" for _ in keys) + "|"]
+    lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def show(lib: Library, e: Entry) -> str:
+    prov = e.best.get("provenance") or {}
+    out = [f"{e.id} ({lib.name}, {e.split} split)",
+           f"  instance   {e.instance} (sha256 {e.sha256[:16]}...), {e.ops} "
+           f"{'buffers' if e.problem == 'packing' else 'ops'}",
+           f"  default    {e.default['solver']}: {figure(e, e.default['objective'])} {_unit(e)}",
+           f"  best known {figure(e, e.best['objective'])} {_unit(e)} in {e.best.get('file')}",
+           f"             found by {prov.get('solver')} seed {prov.get('seed')} in "
+           f"{prov.get('wall_s')} s (limit {prov.get('time_limit')}) at commit "
+           f"{str(prov.get('commit'))[:10]} on {prov.get('date')}",
+           f"  status     {e.status} (certified gap {percent(e.certified_gap)}%)",
+           "  bounds"]
+    for b in sorted(e.bounds, key=lambda b: -b["value"]):
+        p = b.get("provenance") or {}
+        check = "checkable" if BOUND_KINDS[b["kind"]][0] else "not cheaply checkable"
+        out.append(f"    {figure(e, b['value']):>14} {_unit(e)}  {b['kind']}"
+                   f"{' (' + b['label'] + ')' if b.get('label') else ''}, {check}; certificate "
+                   f"{b.get('certificate') or '(recomputed from the instance)'}; by {p.get('solver')} "
+                   f"at {str(p.get('commit'))[:10]}")
+    return "\n".join(out) + "\n"
+
+
+def _unit(e: Entry) -> str:
+    return "bytes" if e.problem == "packing" else "us"

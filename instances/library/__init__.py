@@ -1,0 +1,237 @@
+"""memplace-lib: named, versioned sets of instances with their best known solutions and
+certified bounds (what MIPLIB, QAPLIB and TSPLIB are for their problems).
+
+A library version lives in one folder, `memplace-lib-N/` beside this file (package data):
+
+- `library.json`: the manifest (`format: "memplace-lib/N"`), one entry per instance and
+  problem (`static`, `residency`, `packing`), and the pairs left out with the reason;
+- `instances/`: instance files that are not built-in catalog instances (ONNX imports,
+  the zoo's exports), copied so the library needs nothing outside itself;
+- `solutions/`: the best known solution of each entry (`memplace-solution/1` JSON, or
+  MiniMalloc CSV with offsets for packing);
+- `certificates/`: what makes each stored bound cheap to re-check (see `BOUND_KINDS`).
+
+An entry names its instance (a catalog name, or a file of `instances/`) with the sha256
+of its canonical form, its split (`train` / `test`, from a hash of the workload's name so
+one program is never on both sides), the default's objective, the best known objective
+with the provenance of the solver run that found it, and every bound with its kind,
+certificate and provenance. A frozen version never changes: its content hash is pinned by
+a test, and a change is a new version folder.
+
+This module only reads: the `memplace lib` commands (`memplace.bench.library`) check,
+improve and score. It builds on the model alone, so the environments can sample from a
+library's split.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memplace.model.core.errors import MemplaceError
+
+ROOT = Path(__file__).resolve().parent
+FORMAT = "memplace-lib/{version}"
+LATEST = 1
+PROBLEMS = ("static", "residency", "packing")
+SPLITS = ("train", "test")
+TEST_SHARE = 4  # one workload in this many goes to the test split
+# The content hash of every frozen version (`content_hash`): `verify` and a test hold the
+# folder to it, so a frozen version cannot change silently.
+FROZEN: dict[str, str] = {}
+SPEC = re.compile(r"memplace-lib/([0-9]+)(?::(train|test|all))?")
+
+# What a certificate is, per kind of bound. `checkable`: verify recomputes the bound from
+# the instance and the certificate in well under a second; the others are recorded with
+# their provenance but are proofs nobody can re-check without solving again.
+BOUND_KINDS: dict[str, tuple[bool, str]] = {
+    "closed-form": (True, "a formula of the instance alone (memplace.model.residency.bounds."
+                          "lower_bound: fastest level, per-op capacity, last-level channel); the "
+                          "certificate is the formula's name: verify recomputes it"),
+    "lp-dual": (True, "a dual vector of the LP relaxation of the problem's MILP (static: "
+                      "memplace.solvers.static.milp_highs; residency: memplace.solvers.residency."
+                      "relaxation); verify rebuilds the LP from the instance, takes the reduced "
+                      "costs c - A'y, and recomputes the dual objective (weak duality: any y with "
+                      "reduced costs of the right sign on unbounded columns bounds the LP)"),
+    "peak-live": (True, "packing: the largest total size of buffers alive at one time; verify "
+                        "recomputes it from the buffers"),
+    "branch-and-bound": (False, "HiGHS's proven dual bound of a MILP after branch and bound: "
+                                "its proof is the search tree, not stored; re-checking means "
+                                "solving again (not cheap)"),
+    "exhaustion": (False, "packing: heights proven infeasible by exhaustive search; re-checking "
+                          "means searching again (not cheap)"),
+}
+
+
+@dataclass
+class Entry:
+    """One instance x problem of a library (the manifest's entry, as read)."""
+
+    id: str
+    problem: str
+    instance: str  # catalog name, or "instances/FILE" inside the library folder
+    name: str  # the instance's own name
+    sha256: str  # of the canonical instance file (packing: of the CSV bytes)
+    split: str
+    ops: int
+    default: dict[str, Any]  # {"solver", "objective"}: the baseline speedups are measured against
+    best: dict[str, Any]  # {"objective", "file", "provenance"}
+    bounds: list[dict[str, Any]]  # {"value", "kind", "certificate", "provenance"}
+    data: dict[str, Any] = field(default_factory=dict)  # the whole manifest entry
+
+    @property
+    def bound(self) -> float | None:
+        """The best proven bound (any kind)."""
+        values = [b["value"] for b in self.bounds]
+        return max(values) if values else None
+
+    @property
+    def certified_bound(self) -> float | None:
+        """The best bound verify can re-check cheaply."""
+        values = [b["value"] for b in self.bounds if BOUND_KINDS[b["kind"]][0]]
+        return max(values) if values else None
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap of the best known to the best bound (0 = optimal)."""
+        return _gap(self.best["objective"], self.bound)
+
+    @property
+    def certified_gap(self) -> float | None:
+        return _gap(self.best["objective"], self.certified_bound)
+
+    @property
+    def status(self) -> str:
+        gap = self.gap
+        return "open" if gap is None else ("optimal" if gap <= OPTIMAL_GAP else f"gap {100 * gap:.2f}%")
+
+    @property
+    def unit(self) -> str:
+        return "bytes" if self.problem == "packing" else "s"
+
+
+OPTIMAL_GAP = 1e-6  # relative gap under which a best known counts as optimal
+
+
+def _gap(best: float, bound: float | None) -> float | None:
+    if bound is None or bound <= 0:
+        return None
+    return max(0.0, best / bound - 1.0)
+
+
+@dataclass
+class Library:
+    """A library version as read from its folder."""
+
+    version: int
+    folder: Path
+    entries: list[Entry]
+    dropped: list[dict[str, Any]]
+    manifest: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return FORMAT.format(version=self.version)
+
+    def entry(self, key: str) -> Entry:
+        for e in self.entries:
+            if e.id == key:
+                return e
+        matches = [e for e in self.entries if e.name == key]
+        if len(matches) == 1:
+            return matches[0]
+        known = sorted(e.id for e in (matches or self.entries))
+        raise MemplaceError(f"{self.name} has no entry {key!r}"
+                            + (f"; it is in: {', '.join(known)}" if matches else
+                               f"; list them with 'memplace lib list'"))
+
+    def path(self, relative: str) -> Path:
+        return self.folder / relative
+
+    def instance_source(self, entry: Entry) -> str | Path:
+        """A catalog name, or the path of the library's own copy of the instance."""
+        return self.path(entry.instance) if entry.instance.startswith("instances/") else entry.instance
+
+    def split(self, which: str = "all", problem: str | None = None) -> list[Entry]:
+        return [e for e in self.entries if (which == "all" or e.split == which)
+                and (problem is None or e.problem == problem)]
+
+
+def folder_of(version: int) -> Path:
+    return ROOT / f"memplace-lib-{version}"
+
+
+def versions() -> list[int]:
+    return sorted(int(p.name.rsplit("-", 1)[1]) for p in ROOT.glob("memplace-lib-*")
+                  if (p / "library.json").is_file())
+
+
+def split_of(workload: str) -> str:
+    """`test` for one workload in TEST_SHARE (a hash of its name: deterministic, and the
+    same program on every preset lands on the same side), else `train`."""
+    digest = hashlib.sha256(workload.encode("utf-8")).digest()
+    return "test" if digest[0] % TEST_SHARE == 0 else "train"
+
+
+def read_library(version: int | str | Path = LATEST) -> Library:
+    """A library by version number, by `memplace-lib/N`, or by folder."""
+    if isinstance(version, Path) or (isinstance(version, str) and not version.isdigit()
+                                     and not SPEC.fullmatch(version)):
+        folder = Path(version)
+    else:
+        match = SPEC.fullmatch(str(version))
+        folder = folder_of(int(match.group(1)) if match else int(version))
+    manifest_path = folder / "library.json"
+    if not manifest_path.is_file():
+        raise MemplaceError(f"no library at {folder} (versions here: "
+                            f"{', '.join(map(str, versions())) or 'none'})")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MemplaceError(f"{manifest_path}: not a readable library manifest ({exc})") from None
+    fmt = manifest.get("format", "")
+    match = re.fullmatch(r"memplace-lib/([0-9]+)", str(fmt))
+    if not match:
+        raise MemplaceError(f"{manifest_path}: format {fmt!r} is not memplace-lib/N")
+    entries = []
+    for raw in manifest.get("entries", []):
+        try:
+            entries.append(Entry(raw["id"], raw["problem"], raw["instance"], raw["name"],
+                                 raw["sha256"], raw["split"], int(raw.get("ops", 0)),
+                                 raw["default"], raw["best"], list(raw.get("bounds", [])), raw))
+        except KeyError as exc:
+            raise MemplaceError(f"{manifest_path}: entry {raw.get('id', '?')!r} has no "
+                                f"{exc.args[0]!r}") from None
+        unknown = [b["kind"] for b in entries[-1].bounds if b.get("kind") not in BOUND_KINDS]
+        if unknown:
+            raise MemplaceError(f"{manifest_path}: entry {raw['id']!r}: unknown bound kind "
+                                f"{unknown[0]!r}; known: {', '.join(BOUND_KINDS)}")
+    return Library(int(match.group(1)), folder, entries, list(manifest.get("dropped", [])), manifest)
+
+
+def content_hash(folder: Path) -> str:
+    """sha256 over every file of a library folder (relative path and bytes, sorted)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder).as_posix()
+        if rel.startswith(".") or "/." in rel or "__pycache__" in rel:
+            continue
+        digest.update(rel.encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def instance_set(spec: str, problem: str = "static") -> list[str | Path]:
+    """The instances of `memplace-lib/N:train` (or `:test`, `:all`) for one problem (static
+    and residency entries name the same instances), as catalog names or file paths."""
+    match = SPEC.fullmatch(spec)
+    if not match:
+        raise MemplaceError(f"instance set {spec!r} is not memplace-lib/N[:train|:test|:all]")
+    lib = read_library(int(match.group(1)))
+    chosen = lib.split(match.group(2) or "all", problem)
+    if not chosen:
+        raise MemplaceError(f"{spec} has no {problem} instances")
+    return list(dict.fromkeys(lib.instance_source(e) for e in chosen))

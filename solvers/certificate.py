@@ -1,0 +1,116 @@
+"""Lower bounds with certificates that are cheap to re-check (memplace-lib's bounds).
+
+- `closed_form`: the residency model's closed-form bound (`model/residency/bounds.py`).
+  It bounds the static optimum too: every static solution is a residency solution with
+  the same latency (spec section 9), so the residency optimum is at most the static one.
+  Its certificate is its name: checking it is recomputing it.
+- `lp_dual`: the LP relaxation of a problem's MILP (static: `static/milp_highs.py`;
+  residency: `residency/relaxation.py` without its start and hold binaries), solved by
+  HiGHS, and its row duals `y`. Checking needs no solver: rebuild the LP `min c'x + c0,
+  rl <= Ax <= ru, cl <= x <= cu` from the instance, take the reduced costs `d = c - A'y`,
+  and the dual objective `c0 + sum_i y_i (rl_i if y_i > 0 else ru_i) + sum_j d_j (cl_j if
+  d_j > 0 else cu_j)` is a lower bound on the LP (weak duality), so on the MILP, so on the
+  problem. A term that needs an infinite bound makes the certificate worthless, except
+  that reduced costs within `DUAL_TOLERANCE` of zero (HiGHS's own dual feasibility
+  tolerance, in model units where an op takes about 1) are taken as zero: the one
+  tolerance a check accepts (the certificates' reduced costs are stored nowhere; they are
+  recomputed). The residency
+  LP bounds both problems (as the closed form does); the static LP bounds the static one.
+
+Both are sums in float64 in another order than the simulator's; the value is lowered by
+`MARGIN` (relative) so rounding never lifts it above a true latency.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from memplace.model import Instance
+from memplace.model.residency.bounds import lower_bound
+from memplace.solvers.highs import new_highs
+from memplace.solvers.residency import relaxation
+from memplace.solvers.static import milp_highs
+
+MARGIN = 1e-9
+DUAL_TOLERANCE = 1e-7  # HiGHS's default dual feasibility tolerance
+LP_MODELS = ("static-milp", "residency-relaxation")
+
+
+def closed_form(instance: Instance) -> float:
+    """The residency model's closed-form bound: bounds the static and residency optima."""
+    return float(lower_bound(instance))
+
+
+def _lp(instance: Instance, model: str) -> tuple[Any, float, float]:
+    """The highspy LP (integrality dropped) of `model` on `instance`, with the factor
+    turning its objective into seconds and its constant offset (model units)."""
+    if model == "static-milp":
+        form = milp_highs.formulate(instance)
+        lp = milp_highs.highs_model(form, relax=True)
+        return lp, 1.0 / form.scale, form.offset * form.scale
+    if model == "residency-relaxation":
+        rel = relaxation.formulate(instance, binary_starts=False, binary_holds=False)
+        lp = relaxation.highs_lp(rel)
+        lp.integrality_ = []
+        return lp, rel.scale, 0.0
+    raise ValueError(f"unknown LP model {model!r}; known: {', '.join(LP_MODELS)}")
+
+
+def lp_models(problem: str) -> tuple[str, ...]:
+    """The LP models whose bounds hold for `problem`."""
+    return LP_MODELS if problem == "static" else ("residency-relaxation",)
+
+
+def lp_dual(instance: Instance, model: str, time_limit: float | None = None) -> dict[str, Any] | None:
+    """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
+    it proves, or None when HiGHS did not reach the LP optimum in time."""
+    lp, to_seconds, _ = _lp(instance, model)
+    h = new_highs(1, 0, time_limit)
+    h.passModel(lp)
+    h.run()
+    if h.modelStatusToString(h.getModelStatus()) != "Optimal":
+        return None
+    y = np.asarray(h.getSolution().row_dual, np.float64)
+    # duals of the wrong sign within HiGHS's tolerance on one-sided rows would need an
+    # infinite bound: zero is as valid a dual there, and costs nothing
+    y[((y > 0) & ~np.isfinite(np.asarray(lp.row_lower_))) |
+      ((y < 0) & ~np.isfinite(np.asarray(lp.row_upper_)))] = 0.0
+    nonzero = np.flatnonzero(y)
+    cert = {"kind": "lp-dual", "model": model, "rows": int(y.size),
+            "index": nonzero.tolist(), "value": y[nonzero].tolist()}
+    cert["bound"] = check_lp_dual(instance, cert)
+    return cert
+
+
+def check_lp_dual(instance: Instance, certificate: dict[str, Any]) -> float:
+    """The bound (seconds) a dual vector proves, recomputed from the instance; -inf when it
+    proves nothing (wrong shape, or a term that needs an infinite bound)."""
+    lp, to_seconds, offset = _lp(instance, certificate["model"])
+    n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
+    if int(certificate.get("rows", -1)) != n_rows:
+        return -math.inf
+    index = np.asarray(certificate["index"], np.int64)
+    if index.size and (index.min() < 0 or index.max() >= n_rows):
+        return -math.inf
+    y = np.zeros(n_rows, np.float64)
+    y[index] = np.asarray(certificate["value"], np.float64)
+    if not np.isfinite(y).all():
+        return -math.inf
+    start = np.asarray(lp.a_matrix_.start_, np.int64)
+    rows = np.asarray(lp.a_matrix_.index_, np.int64)
+    values = np.asarray(lp.a_matrix_.value_, np.float64)
+    col_of = np.repeat(np.arange(n_cols), np.diff(start))
+    reduced = np.asarray(lp.col_cost_, np.float64).copy()
+    np.subtract.at(reduced, col_of, values * y[rows])
+    reduced[np.abs(reduced) <= DUAL_TOLERANCE] = 0.0
+    row_lo, row_hi = np.asarray(lp.row_lower_, np.float64), np.asarray(lp.row_upper_, np.float64)
+    col_lo, col_hi = np.asarray(lp.col_lower_, np.float64), np.asarray(lp.col_upper_, np.float64)
+    row_bound = np.where(y > 0, row_lo, np.where(y < 0, row_hi, 0.0))
+    col_bound = np.where(reduced > 0, col_lo, np.where(reduced < 0, col_hi, 0.0))
+    if not (np.isfinite(row_bound).all() and np.isfinite(col_bound).all()):
+        return -math.inf
+    total = offset + float(np.dot(y, row_bound)) + float(np.dot(reduced, col_bound))
+    bound = total * to_seconds
+    return bound * (1 - MARGIN) if bound > 0 else bound

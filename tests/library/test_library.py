@@ -1,0 +1,108 @@
+"""memplace-lib: certificates, the store, verify catching what is wrong."""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+import numpy as np
+import pytest
+
+from memplace.bench.library import improve, store
+from memplace.bench.library.verify import verify
+from memplace.instances import load
+from memplace.instances.library import read_library, split_of
+from memplace.model.packing import BENCHMARKS
+from memplace.solvers.certificate import check_lp_dual, closed_form, lp_dual
+
+INSTANCE = "vgg16@nnpi"
+
+
+def test_lp_dual_certificate_proves_the_lp_optimum_and_no_more():
+    inst = load(INSTANCE)
+    cert = lp_dual(inst, "static-milp")
+    assert cert is not None and cert["bound"] > closed_form(inst) * 0.5
+    assert check_lp_dual(inst, cert) == pytest.approx(cert["bound"], rel=1e-12)
+    best = __import__("memplace.solvers", fromlist=["solve"]).solve(inst, "milp", time_limit=5)
+    assert cert["bound"] <= best.latency * (1 + 1e-9)
+    # any other dual vector proves less (weak duality): perturb every dual
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        bad = dict(cert, value=(np.array(cert["value"]) * rng.uniform(0.5, 1.5, len(cert["value"]))).tolist())
+        assert check_lp_dual(inst, bad) <= cert["bound"] * (1 + 1e-9)
+    assert check_lp_dual(inst, dict(cert, rows=cert["rows"] + 1)) == -math.inf
+
+
+def test_split_is_by_workload_and_deterministic():
+    assert split_of("resnet50") == split_of("resnet50")
+    names = [f"model-{k}" for k in range(200)]
+    test = [n for n in names if split_of(n) == "test"]
+    assert 20 < len(test) < 80  # about one in four
+
+
+@pytest.fixture(scope="module")
+def small_library(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lib") / "memplace-lib-7"
+    lib = store.create(7, "test library", folder)
+    improve.add_instance(lib, INSTANCE)
+    improve.add_packing(lib, BENCHMARKS / "minimalloc" / "examples" / "input.12.csv", "example-12",
+                        "example-12", capacity=12)
+    improve.improve(lib, 1.0, echo=lambda line: None)
+    return folder
+
+
+def test_verify_passes_on_what_improve_recorded(small_library):
+    lib = read_library(small_library)
+    assert {e.problem for e in lib.entries} == {"static", "residency", "packing"}
+    reports, problems = verify(lib)
+    assert problems == [] and [r.errors for r in reports] == [[], [], []]
+    static = lib.entry("static/" + INSTANCE)
+    assert static.best["objective"] <= static.default["objective"]
+    assert static.best["provenance"]["solver"] in ("compiler", "milp", "sa")
+    assert static.certified_bound is not None and static.certified_bound <= static.best["objective"]
+    packing = lib.entry("packing/example-12")
+    assert packing.best["objective"] == 12 and packing.status == "optimal"
+
+
+def _copy(small_library, tmp_path):
+    import shutil
+    target = tmp_path / "memplace-lib-7"
+    shutil.copytree(small_library, target)
+    return target
+
+
+def test_verify_rejects_a_solution_whose_objective_differs(small_library, tmp_path):
+    folder = _copy(small_library, tmp_path)
+    manifest = json.loads((folder / "library.json").read_text())
+    entry = next(e for e in manifest["entries"] if e["problem"] == "static")
+    entry["best"]["objective"] *= 0.99
+    (folder / "library.json").write_text(json.dumps(manifest))
+    reports, _ = verify(read_library(folder))
+    errors = [e for r in reports for e in r.errors]
+    assert any("the library records" in e for e in errors)
+
+
+def test_verify_rejects_a_bound_its_certificate_does_not_prove(small_library, tmp_path):
+    folder = _copy(small_library, tmp_path)
+    manifest = json.loads((folder / "library.json").read_text())
+    entry = next(e for e in manifest["entries"] if e["problem"] == "static")
+    bound = next(b for b in entry["bounds"] if b["kind"] == "lp-dual")
+    path = folder / bound["certificate"]
+    cert = json.loads(gzip.decompress(path.read_bytes()))
+    cert["value"] = [v * 3 for v in cert["value"]]
+    path.write_bytes(gzip.compress(json.dumps(cert).encode()))
+    reports, _ = verify(read_library(folder))
+    errors = [e for r in reports for e in r.errors]
+    assert any("certificate proves only" in e for e in errors)
+
+
+def test_verify_rejects_an_instance_that_changed(small_library, tmp_path):
+    folder = _copy(small_library, tmp_path)
+    csv = folder / "instances" / "example-12.csv"
+    csv.write_text(csv.read_text().replace("\n", "\n", 1) + "")
+    text = csv.read_text().splitlines()
+    text[1] = text[1].rsplit(",", 1)[0] + ",1"
+    csv.write_text("\n".join(text) + "\n")
+    reports, _ = verify(read_library(folder))
+    errors = [e for r in reports for e in r.errors]
+    assert any("has changed" in e for e in errors)
