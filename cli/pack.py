@@ -7,27 +7,21 @@ every buffer (which proves nothing).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
 
 from memplace.cli.values import BYTES, SECONDS, count
 from memplace.model.core.errors import MemplaceError
-from memplace.model.packing import BENCHMARKS
 from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
 from memplace.model.packing.exact import search_workers
-from memplace.model.packing.generate import generate, heldout_set, write_csv
-from memplace.model.packing.buffers import Buffer
+from memplace.model.packing.generate import generate, write_csv
 from memplace.model.packing.packers import PACKERS, check_packing, minimize, pack, peak_live_size
 
 EXIT_INFEASIBLE = 1
 EXIT_TIMEOUT = 3
 EXIT_HEURISTIC_FAILED = 4
 
-# MiniMalloc's published C++ solve times (ASPLOS 2023 talk) for the challenging suite.
-MINIMALLOC_SECONDS = {"A": 4.910, "B": 3.661, "C": 0.637, "D": 2.674, "E": 3.717, "F": 5.358}
-DEFAULT_BENCH_DIR = BENCHMARKS / "minimalloc" / "challenging"
 
 
 @click.command("pack")
@@ -85,78 +79,56 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
     sys.exit(EXIT_HEURISTIC_FAILED)
 
 
-def _minimalloc_set(bench_dir: str) -> list[tuple[str, str, list, int, float | None]]:
-    files = sorted(Path(bench_dir).glob("*.csv"))
-    if not files:
-        raise MemplaceError(f"no .csv files in {bench_dir}")
-    out = []
-    for path in files:
-        name, _, cap = path.stem.rpartition(".")
-        try:
-            capacity = int(cap)
-        except ValueError:
-            raise MemplaceError(f"{path.name}: expected NAME.CAPACITY.csv") from None
-        out.append(("minimalloc", name, read_buffers(path).buffers, capacity,
-                    MINIMALLOC_SECONDS.get(name)))
-    return out
-
-
 @click.command("pack-bench")
-@click.option("--set", "which", type=click.Choice(["minimalloc", "heldout", "all"]),
+@click.option("--set", "which", type=click.Choice(["minimalloc", "heldout", "traces", "all"]),
               default="minimalloc", show_default=True,
-              help="minimalloc: the files in --dir (the set the search was first tuned on); "
-                   "heldout: the generated instances of memplace.model.packing.generate.HELDOUT.")
-@click.option("--dir", "bench_dir", type=click.Path(file_okay=False), default=str(DEFAULT_BENCH_DIR),
-              show_default=True, help="Folder of MiniMalloc files named NAME.CAPACITY.csv.")
+              help="minimalloc: MiniMalloc's challenging A-F (or the files in --dir); heldout: "
+                   "the generated held-out instances; traces: idealloc's compiler traces, "
+                   "minimised (no capacity).")
+@click.option("--dir", "bench_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of MiniMalloc files named NAME.CAPACITY.csv [default: the packaged "
+                   "challenging set].")
 @click.option("--method", type=click.Choice(sorted(PACKERS)), default="exact", show_default=True)
 @click.option("--time-limit", type=SECONDS, default=60.0, show_default=True,
               help="Seconds per instance.")
-@click.option("--repeat", type=count(1000), default=1, show_default=True,
-              help="Runs per instance; the table shows the first and the fastest.")
-@click.option("--minimize", "minimize_", is_flag=True,
-              help="Find the lowest height instead (ignores --method); the table adds the "
-                   "proven lower bound.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Threads of the exact search [default: 1].")
-def pack_bench_command(which: str, bench_dir: str, method: str, time_limit: float, repeat: int,
-                       minimize_: bool, workers: int | None) -> None:
-    """Pack benchmark instances at their capacity and print a table of times.
-
-    Each packing is re-checked by `check_packing`; a wrong one shows as INVALID.
-    """
-    rows = []
-    if which in ("minimalloc", "all"):
-        rows += _minimalloc_set(bench_dir)
-    if which in ("heldout", "all"):
-        rows += [("heldout", g.name, g.buffers, g.capacity, None) for g in heldout_set()]
-    # the first call pays for loading (or compiling) the numba kernels; time it apart
-    start = time.perf_counter()
-    pack([Buffer("a", 0, 2, 1), Buffer("b", 1, 3, 1), Buffer("c", 0, 3, 1, 2)], 3, method="exact-search")
-    pack([Buffer("a", 0, 2, 1)], 1, method=method)
-    click.echo(f"kernel load/compile: {time.perf_counter() - start:.2f} s")
-    extra = f"{'bound':>9} " if minimize_ else ""
-    click.echo(f"{'set':<10} {'instance':<15} {'buffers':>7} {'capacity':>9} {'status':<10} "
-               f"{'height':>9} {extra}{'first s':>8} {'best s':>8} {'nodes':>10} "
-               f"{'MiniMalloc s':>12}")
-    for set_name, name, buffers, capacity, ref in rows:
-        times, result, bound = [], None, None
-        for _ in range(repeat):
-            if minimize_:
-                with search_workers(workers):
-                    result, bound = minimize(buffers, time_limit=time_limit, capacity=capacity)
-            else:
-                result = pack(buffers, capacity, method=method, time_limit=time_limit,
-                              workers=workers)
-            times.append(result.wall_s)
-        status = result.status
-        if status == "packed" and check_packing(buffers, result.offsets, capacity):
-            status = "INVALID"
-        if minimize_ and status == "packed":
-            status = "optimal" if result.height == bound else "packed"
-        extra = f"{bound:>9} " if minimize_ else ""
-        click.echo(f"{set_name:<10} {name:<15} {len(buffers):>7} {capacity:>9} {status:<10} "
-                   f"{result.height:>9} {extra}{times[0]:>8.3f} {min(times):>8.3f} "
-                   f"{result.nodes:>10} {ref if ref is not None else '':>12}")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Also write pack-bench.csv and pack-bench.md into this folder "
+                   "(the committed table: results/packing).")
+@click.option("--startup", is_flag=True,
+              help="Instead: time whole `memplace` processes (warm --help, cold and warm "
+                   "`memplace pack` on A and F) and print their peak memory.")
+@click.option("--runs", type=count(100), default=5, show_default=True,
+              help="Processes per --startup figure.")
+def pack_bench_command(which: str, bench_dir: str | None, method: str, time_limit: float,
+                       workers: int | None, out: str | None, startup: bool, runs: int) -> None:
+    """Pack benchmark instances and print memplace's result and time beside MiniMalloc's
+    published time; every packing is re-checked independently (INVALID if wrong)."""
+    from memplace.bench import pack_table
+    if startup:
+        from memplace.bench.pack_startup import startup_figures
+        chosen = {name: (pack_table.CHALLENGING / f"{name}.1048576.csv", 1048576)
+                  for name in ("A", "F")}
+        click.echo(f"{'command':<44} {'runs':>4} {'median s':>9} {'min s':>7} {'max s':>7} "
+                   f"{'peak MB':>8}")
+        for fig in startup_figures(chosen, runs):
+            ordered = sorted(fig.seconds)
+            bad = "" if all(c == 0 for c in fig.exit_codes) else f"  exit {fig.exit_codes}"
+            click.echo(f"{fig.label:<44} {len(ordered):>4} {ordered[len(ordered) // 2]:>9.3f} "
+                       f"{ordered[0]:>7.3f} {ordered[-1]:>7.3f} {fig.peak_mb:>8.1f}{bad}")
+        return
+    folder = Path(bench_dir) if bench_dir is not None else pack_table.CHALLENGING
+    table = []
+    click.echo(pack_table.text_line(None))
+    for row in pack_table.rows(which, time_limit, method, workers, folder):
+        table.append(row)
+        click.echo(pack_table.text_line(row))
+    if out is not None:
+        command = "memplace pack-bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else \
+            "memplace pack-bench"
+        pack_table.write_results(Path(out), table, command, time_limit)
+        click.echo(f"wrote {out}/pack-bench.csv and pack-bench.md")
 
 
 @click.command("pack-generate")
