@@ -27,17 +27,23 @@ def lib_group() -> None:
 @LIB_OPTION
 @click.option("--problem", type=click.Choice(["static", "residency", "packing"]), default=None)
 @click.option("--split", type=click.Choice(["train", "test", "all"]), default="all", show_default=True)
-def list_command(version: str, problem: str | None, split: str) -> None:
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="also write the table (Markdown) to this file")
+def list_command(version: str, problem: str | None, split: str, out_file: str | None) -> None:
     """Every entry: default, best known, bound, gap and status."""
     from memplace.bench.library.tables import list_rows, markdown
     lib = _read(version)
     rows = [r for r in list_rows(lib) if (problem is None or r["problem"] == problem)
             and (split == "all" or r["split"] == split)]
-    click.echo(f"{lib.name}{' (frozen)' if lib.manifest.get('frozen') else ''}: {len(rows)} entries")
-    click.echo(markdown(rows), nl=False)
+    text = markdown(rows)
     if lib.dropped and problem is None:
-        click.echo(f"\n{len(lib.dropped)} pairs left out (every solver ties): "
-                   + ", ".join(d["id"] for d in lib.dropped))
+        text += (f"\n{len(lib.dropped)} pairs left out (every solver ties with the default): "
+                 + "; ".join(f"{d['id']} ({d['reason']})" for d in lib.dropped) + "\n")
+    click.echo(f"{lib.name}{' (frozen)' if lib.manifest.get('frozen') else ''}: {len(rows)} entries")
+    click.echo(text, nl=False)
+    if out_file:
+        Path(out_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_file).write_text(text, encoding="utf-8")
 
 
 @lib_group.command("show")
@@ -113,6 +119,90 @@ def add_command(version: str, instances: tuple[str, ...], problems: tuple[str, .
         for e in add_instance(lib, source, problems or ("static", "residency")):
             click.echo(f"added {e.id} ({e.split}): default {e.default['objective']!r}, "
                        f"bound {e.bound!r}")
+
+
+@lib_group.command("score")
+@LIB_OPTION
+@click.argument("solutions_dir", type=click.Path(file_okay=False))
+@click.option("--split", type=click.Choice(["train", "test", "all"]), default="all", show_default=True)
+@click.option("--problem", "problems", multiple=True,
+              type=click.Choice(["static", "residency", "packing"]),
+              help="problem (repeatable; default: those the folder has solutions for)")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="also write the table (Markdown) to this file")
+def score_command(version: str, solutions_dir: str, split: str, problems: tuple[str, ...],
+                  out_file: str | None) -> None:
+    """Validate the solution files in SOLUTIONS_DIR against the library and print the score
+    table: speedup over the default, gap to the best known and to the bound."""
+    from memplace.bench.library.score import score, table
+    lib = _read(version)
+    scores = score(lib, solutions_dir, split, problems or None)
+    if not problems:  # only the problems the folder answers
+        answered = {s.entry.problem for s in scores if s.file}
+        scores = [s for s in scores if s.entry.problem in answered]
+    text = table(scores)
+    click.echo(text, nl=False)
+    if out_file:
+        Path(out_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_file).write_text(text, encoding="utf-8")
+
+
+@lib_group.command("leaderboard")
+@LIB_OPTION
+@click.option("--time-limit", type=float, default=10.0, show_default=True,
+              help="seconds per solver run")
+@click.option("--split", type=click.Choice(["train", "test", "all"]), default="test", show_default=True)
+@click.option("--problem", "problems", multiple=True, type=click.Choice(["static", "residency", "packing"]),
+              help="problem (repeatable; default: static and residency)")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/library",
+              show_default=True)
+def leaderboard_command(version: str, time_limit: float, split: str, problems: tuple[str, ...],
+                        out_dir: str) -> None:
+    """memplace's solvers as submissions (one folder of solution files each), scored by
+    'memplace lib score', with the library's best known as the reference line."""
+    from memplace.bench.library.leaderboard import leaderboard
+    if time_limit <= 0:
+        raise MemplaceError(f"--time-limit must be > 0 seconds, got {time_limit}")
+    lib = _read(version)
+    out = Path(out_dir)
+    text = leaderboard(lib, out, time_limit, split, problems or ("static", "residency"),
+                       echo=click.echo)
+    command = (f"memplace lib leaderboard --lib {version} --time-limit {time_limit:g} --split {split}"
+               + "".join(f" --problem {p}" for p in problems) + f" --out {out_dir}")
+    (out / "leaderboard.md").write_text(
+        f"# {lib.name} leaderboard ({split} split)\n\nWritten by `{command}`: every solver's "
+        "solution files are in `submissions/SOLVER/`, scored by `memplace lib score`; "
+        f"{time_limit:g} s per run on a shared 2-core machine.\n\n" + text, encoding="utf-8")
+    click.echo(text, nl=False)
+    click.echo(f"wrote {out / 'leaderboard.md'}")
+
+
+@lib_group.command("site")
+@LIB_OPTION
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True)
+def site_command(version: str, out_dir: str) -> None:
+    """Write the library as a static HTML site (offline): a sortable table of every entry,
+    a page per entry with its memory over time, links to every file."""
+    from memplace.bench.library.site import write_site
+    index = write_site(_read(version), out_dir)
+    click.echo(f"wrote {index}")
+
+
+@lib_group.command("build")
+@click.argument("version", type=int)
+def build_command(version: int) -> None:
+    """Create library VERSION with its instances, defaults and cheap bounds (or add what is
+    missing to an unfrozen one); `improve` then searches."""
+    from memplace.bench.library import contents, store
+    from memplace.instances.library import folder_of, read_library
+    if version != 1:
+        raise MemplaceError(f"only version 1's contents are defined (bench/library/contents.py)")
+    lib = (read_library(version) if (folder_of(version) / "library.json").is_file()
+           else store.create(version, "memplace-lib/1: real programs (ONNX exports, XLA programs, "
+                             "zoo exports) and generated residency workloads; packing traces"))
+    if lib.manifest.get("frozen"):
+        raise MemplaceError(f"{lib.name} is frozen")
+    contents.build(lib, echo=click.echo)
 
 
 COMMANDS = [lib_group]

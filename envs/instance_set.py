@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from memplace.instances import builtin_names, builtin_path, load
+from memplace.instances.library import instance_set
 from memplace.model import Instance
 from memplace.model.core.errors import InstanceError
 
@@ -74,7 +75,10 @@ def load_instance(name_or_path: str | Path) -> Instance:
 class InstanceSet:
     """Named instances to sample from, loaded on construction (bad names fail early)."""
 
-    def __init__(self, instances: Iterable[str | Path] | None = None):
+    def __init__(self, instances: str | Iterable[str | Path] | None = None):
+        """`instances`: names or files, or a library split such as "memplace-lib/1:train"."""
+        if isinstance(instances, str):
+            instances = instance_set(instances) if instances.startswith("memplace-lib/") else [instances]
         names = default_instances() if instances is None else [str(x) for x in instances]
         if not names:
             raise InstanceError("an environment needs at least one instance")

@@ -63,7 +63,8 @@ class PlacementEnv(gym.Env):
     Parameters
     ----------
     instances
-        Names or files of the instances to sample from (default: the committed
+        Names or files of the instances to sample from, or a library split such as
+        "memplace-lib/1:train" (default: the committed
         instances but the synthetic scaling studies).
     limits
         Padded sizes; default: the largest of `instances`.

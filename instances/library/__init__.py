@@ -224,14 +224,15 @@ def content_hash(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def instance_set(spec: str, problem: str = "static") -> list[str | Path]:
-    """The instances of `memplace-lib/N:train` (or `:test`, `:all`) for one problem (static
-    and residency entries name the same instances), as catalog names or file paths."""
+def instance_set(spec: str, problem: str | None = None) -> list[str | Path]:
+    """The program instances of `memplace-lib/N:train` (or `:test`, `:all`; default all)
+    for one problem, or for either of static and residency (None), as catalog names or
+    file paths."""
     match = SPEC.fullmatch(spec)
     if not match:
         raise MemplaceError(f"instance set {spec!r} is not memplace-lib/N[:train|:test|:all]")
     lib = read_library(int(match.group(1)))
-    chosen = lib.split(match.group(2) or "all", problem)
+    chosen = [e for e in lib.split(match.group(2) or "all", problem) if e.problem != "packing"]
     if not chosen:
-        raise MemplaceError(f"{spec} has no {problem} instances")
+        raise MemplaceError(f"{spec} has no {problem or 'program'} instances")
     return list(dict.fromkeys(lib.instance_source(e) for e in chosen))

@@ -8,14 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from memplace.bench.library import improve, store
 from memplace.bench.library.verify import verify
 from memplace.instances import load
 from memplace.instances.library import read_library, split_of
-from memplace.model.packing import BENCHMARKS
 from memplace.solvers.certificate import check_lp_dual, closed_form, lp_dual
 
-INSTANCE = "vgg16@nnpi"
+INSTANCE = "vgg16@nnpi"  # the instance of the small_library fixture (conftest.py)
 
 
 def test_lp_dual_certificate_proves_the_lp_optimum_and_no_more():
@@ -38,17 +36,6 @@ def test_split_is_by_workload_and_deterministic():
     names = [f"model-{k}" for k in range(200)]
     test = [n for n in names if split_of(n) == "test"]
     assert 20 < len(test) < 80  # about one in four
-
-
-@pytest.fixture(scope="module")
-def small_library(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lib") / "memplace-lib-7"
-    lib = store.create(7, "test library", folder)
-    improve.add_instance(lib, INSTANCE)
-    improve.add_packing(lib, BENCHMARKS / "minimalloc" / "examples" / "input.12.csv", "example-12",
-                        "example-12", capacity=12)
-    improve.improve(lib, 1.0, echo=lambda line: None)
-    return folder
 
 
 def test_verify_passes_on_what_improve_recorded(small_library):
