@@ -33,9 +33,8 @@ MAX_PACKING_BUFFERS = 5000  # idealloc's Pangu trace (18,692 buffers) waits for 
 
 def onnx_instances(folder: Path) -> list[Path]:
     """The shipped ONNX exports imported on each preset, as instance files in `folder`."""
-    from memplace.instances import dumps, from_onnx
-    from memplace.instances.onnx import __file__ as onnx_init
-    bench = Path(onnx_init).resolve().parent / "benchmarks"
+    from memplace.instances import DATA_DIR, dumps, from_onnx
+    bench = DATA_DIR.parent / "onnx" / "benchmarks"
     paths = []
     for name in ONNX_EXPORTS:
         model = folder / f"{name}.onnx"
