@@ -12,6 +12,7 @@ prefetch lead, in copy times).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -38,6 +39,7 @@ class MsaStats:
     repacks: int = 0
     waits: int = 0  # ops that waited for a copy
     fallback: bool = False  # the static compiler placement was faster
+    truncated: bool = False  # the deadline stopped the allocation before every buffer was seen
     seconds: float = 0.0
 
     def as_notes(self) -> dict[str, Any]:
@@ -233,15 +235,20 @@ def assign_windows(instance: Instance, homes: np.ndarray, home_offsets: np.ndarr
                    min_overlap: float = 0.8, preferred_overlap: float = 1.5,
                    max_overlap: float = 10.0, max_repacks: int = 16,
                    order: Sequence[int] | None = None,
-                   preferred: Sequence[float] | np.ndarray | None = None
-                   ) -> tuple[ResidencySolution, MsaStats]:
+                   preferred: Sequence[float] | np.ndarray | None = None,
+                   deadline: float = math.inf) -> tuple[ResidencySolution, MsaStats]:
     """Memory-space assignment over fixed homes: every tensor of `order` (default: the
     decreasing memory boundedness of `boundedness_order`) gets its windows in turn;
     `preferred[t]`, when given, is tensor t's own preferred overlap in copy times (its
-    prefetch lead). Returns the solution and what was done."""
+    prefetch lead). At `deadline` (a `time.perf_counter()` value) the buffers not yet
+    seen stay in their homes (every window kept so far is valid on its own). Returns the
+    solution and what was done."""
     run = _Assignment(instance, homes, home_offsets, (min_overlap, preferred_overlap, max_overlap),
                       max_repacks)
     for t in (boundedness_order(instance, run.costs) if order is None else order):
+        if time.perf_counter() >= deadline:
+            run.stats.truncated = True
+            break
         run.assign(int(t), None if preferred is None else float(preferred[t]))
     return run.solution(), run.stats
 

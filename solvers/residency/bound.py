@@ -19,6 +19,7 @@ only when its best solution is within `gap` of the bound.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -30,13 +31,14 @@ from memplace.model.residency import ResidencySolution, Window, producer_of, sim
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.msa import msa_solution
-from memplace.solvers.residency.relaxation import (BOUND_MARGIN, Relaxation, tensor_accesses,
+from memplace.solvers.residency.relaxation import (BOUND_MARGIN, BuildTimeout, Relaxation, tensor_accesses,
                                                    estimated_columns, formulate, solve_relaxation)
-from memplace.solvers.residency.starts import static_homes
+from memplace.solvers.residency.starts import finish_seconds, static_homes
 
 ON = 0.5  # a binary is 1 above this
 MAX_COLUMNS = 3_000_000  # larger models are not built: the closed-form bounds stand
 MOVED = 1e-6  # a share above this has started to move
+DECODE_SHARE = 0.1  # of the time left after a build, kept for decoding and repairing
 
 
 def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[Window]]:
@@ -140,14 +142,15 @@ def _offsets(inst: Instance, homes: np.ndarray, windows: list[Window]
     return offsets, out, failed
 
 
-def repair(inst: Instance, homes: np.ndarray, windows: list[Window]) -> ResidencySolution | None:
+def repair(inst: Instance, homes: np.ndarray, windows: list[Window],
+           deadline: float = math.inf) -> ResidencySolution | None:
     """A valid solution from homes and windows: windows named by a violation, or the
     one with the least traffic per byte at an over-full step, are dropped until it
     validates (a home that gets no offset on an addressed level moves one level down);
-    None if even the homes alone are not valid."""
+    None if even the homes alone are not valid, or at `deadline` (`time.perf_counter()`)."""
     windows = list(windows)
     traffic = inst.traffic / inst.size
-    while True:
+    while time.perf_counter() < deadline:
         offsets, placed, failed = _offsets(inst, homes, windows)
         if -1 in failed:  # a home without an offset moves one level down, as rectify does
             homes = homes.copy()
@@ -179,6 +182,7 @@ def repair(inst: Instance, homes: np.ndarray, windows: list[Window]) -> Residenc
                 return None
             drop = {min(at, key=lambda w: traffic[windows[w].tensor])}
         windows = [win for w, win in enumerate(windows) if w not in drop]
+    return None
 
 
 PARAMS = {
@@ -207,16 +211,21 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
                         should_stop=None, on_solution=None, on_bound=None) -> BoundResult:
     """Solve the relaxation, decode and repair its windows, and keep the best of them,
     the static compiler placement and (with `seeds`) msa's solution. `on_solution(sol)`
-    sees every valid solution as it is found, `on_bound(seconds)` every bound proven."""
+    sees every valid solution as it is found, `on_bound(seconds)` every bound proven.
+
+    `time_limit` covers everything: msa's start (at most a fifth of it), building each
+    model (abandoned at the deadline), HiGHS (given what is left after the build, less
+    `DECODE_SHARE` kept for decoding and repairing its point)."""
     found = on_solution or (lambda sol: None)
     proved = on_bound or (lambda seconds: None)
     began = time.perf_counter()
+    deadline = math.inf if time_limit is None else began + time_limit
     place, offsets = static_homes(inst, "compiler")
     best = ResidencySolution(inst.name, place, offsets)
     best.latency = simulate(inst, best)
     found(best)
     if seeds:
-        sol, _ = msa_solution(inst)
+        sol, _ = msa_solution(inst, deadline=began + (deadline - began) / 5)
         found(sol)
         if sol.latency < best.latency:
             best = sol
@@ -231,11 +240,18 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
         phases = ()
         notes["model"] = f"not built: about {estimated_columns(inst)} columns > {MAX_COLUMNS}"
     for phase, (starts, share) in enumerate(phases):
-        left = None if time_limit is None else time_limit - (time.perf_counter() - began)
-        if left is not None and left <= 0.05:
+        if deadline - time.perf_counter() <= 0.05:
             break
-        model = formulate(inst, binary_starts=starts)
-        limit = None if left is None else max(0.05, left * share)
+        try:
+            model = formulate(inst, binary_starts=starts, deadline=deadline)
+        except BuildTimeout as late:
+            notes[f"phase{phase}"] = {"model": f"not built in time ({late})"}
+            break
+        left = deadline - time.perf_counter()
+        limit = None if time_limit is None else left * share * (1 - DECODE_SHARE)
+        if limit is not None and limit <= 0.05:
+            notes[f"phase{phase}"] = {"model": model.stats, "highs_status": "no time left"}
+            break
         out = solve_relaxation(model, limit, gap=gap, threads=threads, seed=seed,
                                should_stop=should_stop)
         bound = max(bound, out.bound)
@@ -245,7 +261,7 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
                                   "bound": out.bound}
         if out.values is not None:
             homes, windows = windows_of(model, out.values)
-            sol = repair(inst, homes, windows)
+            sol = repair(inst, homes, windows, deadline)
             if sol is not None:
                 found(sol)
                 if incumbent is None or sol.latency < incumbent.latency:
@@ -273,7 +289,7 @@ def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> No
     def proved(value: float) -> None:
         ctx.lower_bound = value
 
-    limit = None if ctx.time_limit is None else max(0.05, ctx.remaining() - 0.5)
+    limit = None if ctx.time_limit is None else max(0.05, ctx.remaining() - finish_seconds(ctx.instance))
     res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop,
                               offer, proved)
     ctx.notes.update(res.notes)

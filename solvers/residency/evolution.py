@@ -31,6 +31,8 @@ and a rare flip of the homes. Elites survive unchanged.
 """
 from __future__ import annotations
 
+import math
+import time
 from typing import Callable, Sequence
 
 import numpy as np
@@ -40,7 +42,7 @@ from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.solvers import Param, SearchContext
 from memplace.solvers.residency.allocation import assign_windows, buffer_order, op_elapsed
-from memplace.solvers.residency.starts import msa_start, static_homes
+from memplace.solvers.residency.starts import finish_seconds, msa_start, static_homes
 
 if not hasattr(creator, "ResidencyFitness"):
     creator.create("ResidencyFitness", base.Fitness, weights=(-1.0,))
@@ -65,11 +67,15 @@ PARAMS = {
 class Decoder:
     """Chromosome -> residency solution through msa's allocator, with both homes at hand."""
 
-    def __init__(self, instance: Instance, static_moves: int = 0, seed: int = 0):
+    def __init__(self, instance: Instance, static_moves: int = 0, seed: int = 0,
+                 deadline: float = math.inf):
         i = self.instance = instance
+        self.deadline = deadline  # decoding stops allocating here (`assign_windows`)
         self.homes = [static_homes(i, "all-slowest"), static_homes(i, "compiler")]
         if static_moves > 0:
-            self.homes.append(static_homes(i, "sa", seed=seed, moves=static_moves))
+            left = deadline - time.perf_counter()
+            self.homes.append(static_homes(i, "sa", None if math.isinf(left) else left / 4,
+                                           seed=seed, moves=static_moves))
         self.buffers = np.array(buffer_order(i, self.homes[0][0]), np.int64)
         self.position = {int(t): j for j, t in enumerate(self.buffers)}
 
@@ -88,7 +94,8 @@ class Decoder:
         preferred = np.full(self.instance.n_tensors, PREFERRED)
         preferred[self.buffers] = leads
         sol, _ = assign_windows(self.instance, place, offsets, MIN_OVERLAP, PREFERRED, MAX_OVERLAP,
-                                order=self.buffers[order], preferred=preferred)
+                                order=self.buffers[order], preferred=preferred,
+                                deadline=self.deadline)
         return sol
 
     def encode(self, solution: ResidencySolution) -> list:
@@ -167,7 +174,7 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
     """Run the GA; `inject(gen)` (the hybrid) returns solutions whose chromosomes replace the
     weakest of each generation. Returns the generations run."""
     inst, rng = ctx.instance, ctx.rng
-    dec = Decoder(inst, static_moves, int(rng.integers(2**31)))
+    dec = Decoder(inst, static_moves, int(rng.integers(2**31)), ctx.deadline - finish_seconds(inst))
     tb = base.Toolbox()
     tb.register("mate", cx_order, rng=rng)
     tb.register("mutate", mutate, rng=rng, moves=moves, lead_indpb=lead_indpb, lead_sigma=lead_sigma,
@@ -218,6 +225,6 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
 
 def offer_msa(ctx: SearchContext) -> None:
     """Offer msa's solution (both homes) first: the search never returns anything worse."""
-    seed = msa_start(ctx.instance, homes="best")
+    seed = msa_start(ctx.instance, "best", None if ctx.time_limit is None else ctx.remaining() / 3)
     ctx.offer(seed, seed.latency)
     ctx.lower_bound = lower_bound(ctx.instance)

@@ -38,6 +38,7 @@ counterpart:
 """
 from __future__ import annotations
 
+import math
 import time
 
 from memplace.model.instance import Instance
@@ -45,7 +46,7 @@ from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.model.residency.simulation import details
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.allocation import MsaStats, assign_windows
-from memplace.solvers.residency.starts import static_homes
+from memplace.solvers.residency.starts import finish_seconds, static_homes
 
 HOMES = ("slowest", "compiler", "best")
 PARAMS = {
@@ -63,12 +64,13 @@ PARAMS = {
 
 
 def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap: float = 1.5,
-                 max_overlap: float = 10.0, max_repacks: int = 16, homes: str = "slowest"
-                 ) -> tuple[ResidencySolution, MsaStats]:
+                 max_overlap: float = 10.0, max_repacks: int = 16, homes: str = "slowest",
+                 deadline: float = math.inf) -> tuple[ResidencySolution, MsaStats]:
     """XLA's memory-space assignment, or the static compiler placement when that is faster.
 
     The latency is section 11's (simulated); `stats` says what was done and whether the
-    fall-back was taken."""
+    fall-back was taken. At `deadline` (a `time.perf_counter()` value) the allocation stops
+    where it is (`stats.truncated`); with two homes, each gets half the time left."""
     began = time.perf_counter()
     ratios = dict(min_overlap=min_overlap, preferred_overlap=preferred_overlap,
                   max_overlap=max_overlap, max_repacks=max_repacks)
@@ -79,8 +81,10 @@ def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap
     if homes in ("compiler", "best"):
         starts.append(("compiler", compiler))
     best: tuple[ResidencySolution, MsaStats] | None = None
-    for name, (place, offsets) in starts:
-        sol, stats = assign_windows(instance, place, offsets, **ratios)
+    for j, (name, (place, offsets)) in enumerate(starts):
+        share = (deadline - time.perf_counter()) / (len(starts) - j)
+        sol, stats = assign_windows(instance, place, offsets, **ratios,
+                                    deadline=time.perf_counter() + share)
         sol.latency = simulate(instance, sol)
         stats.homes = name
         if best is None or sol.latency < best[0].latency:
@@ -102,7 +106,7 @@ def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap
 def solve_msa(ctx: SearchContext, min_overlap: float, preferred_overlap: float,
               max_overlap: float, max_repacks: int, homes: str) -> None:
     sol, stats = msa_solution(ctx.instance, min_overlap, preferred_overlap, max_overlap,
-                              max_repacks, homes)
+                              max_repacks, homes, deadline=ctx.deadline - finish_seconds(ctx.instance))
     ctx.count(1)
     ctx.notes.update(stats.as_notes())
     ctx.lower_bound = lower_bound(ctx.instance)

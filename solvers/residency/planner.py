@@ -132,7 +132,7 @@ class Incumbent:
         self.solver = solver
         self.offered = 0  # completed games offered (msa's solution not counted)
         ctx.lower_bound = lower_bound(ctx.instance)
-        sol, _ = msa_solution(ctx.instance)
+        sol, _ = msa_solution(ctx.instance, deadline=ctx.started + (ctx.deadline - ctx.started) / 3)
         ctx.count(1)
         ctx.offer(sol, sol.latency)
         self.msa_latency = sol.latency

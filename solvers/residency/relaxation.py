@@ -91,6 +91,7 @@ every valid solution: the optimum (and any dual bound below it) is a lower bound
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -166,10 +167,20 @@ def estimated_columns(inst: Instance) -> int:
     return int(shares + live + inst.op_tensor.size * L + inst.n_ops)
 
 
-def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = True) -> Relaxation:
+class BuildTimeout(Exception):
+    """`formulate` reached its deadline before the model was built."""
+
+
+def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = True,
+              deadline: float = INF) -> Relaxation:
     """Build the relaxation of `inst` (module docstring). `binary_starts` adds the
     binary start indicators Y of prefetch windows, `binary_holds` makes the defining
-    window's occupancy Q binary (both: stronger bound, exact occupancies, slower)."""
+    window's occupancy Q binary (both: stronger bound, exact occupancies, slower).
+    Raises `BuildTimeout` once `time.perf_counter()` passes `deadline`."""
+
+    def check(where: str) -> None:
+        if time.perf_counter() >= deadline:
+            raise BuildTimeout(f"deadline passed at {where}")
     T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
     last = L - 1
     b = _Builder()
@@ -210,6 +221,8 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
                 copy[h][j + 1].append((col, -coeff))
 
     for t in range(T):
+        if t % 64 == 0:
+            check(f"tensor {t} of {T}")
         acc = tensor_accesses(inst, t)
         size = float(inst.size[t])
         p = int(inst.tensors[t]["producer"]) if inst.tensors[t]["producer"] is not None else -1
@@ -379,6 +392,8 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
             wl = b.col(0.0, INF)
             b.row([(wl, 1.0)] + [(c, -v) for c, v in wcols], 0.0, 0.0)
         for j in range(n):
+            if j % 256 == 0:
+                check(f"capacity rows of level {l}, step {j} of {n}")
             live = np.flatnonzero((inst.start <= j) & (inst.end >= j) & (inst.is_weight == 0))
             terms = [(int(x[t, l]), inst.size[t] / cap) for t in live if x[t, l] >= 0]
             terms += [(c, v / cap) for c, v in occupancy[l][j]]

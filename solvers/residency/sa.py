@@ -47,9 +47,10 @@ from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Simulation, Window, lower_bound, simulate
 from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.layout import Layout
-from memplace.solvers.residency.starts import msa_start, static_start
+from memplace.solvers.residency.starts import finish_seconds, msa_start, static_start
 
 HOMES = ("slowest", "compiler", "best")
+START_SHARE = 0.3  # of the time left, at most, for each start (msa's, the static one)
 PARAMS = {
     "iterations": Param(0, int, 0, doc="moves tried over all anneals (0: cool over the time "
                                        "limit instead; a budget makes the run depend only on the seed)"),
@@ -282,7 +283,7 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
     it = 0
     frac = 0.0
     while iterations <= 0 or it < iterations:
-        if it % 256 == 0:
+        if it % 16 == 0:  # a home move simulates everything again: check the clock often
             if should_stop():
                 break
             if iterations <= 0:
@@ -314,10 +315,13 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
         raise ParameterError("solver 'sa' (residency): parameter 'iterations' is needed without "
                              "a time limit")
     ctx.lower_bound = lower_bound(inst)
-    starts = [msa_start(inst, seed_homes)]
+    # the starts take at most START_SHARE of the time each, the anneals the rest
+    start_seconds = lambda: None if ctx.time_limit is None else START_SHARE * ctx.remaining()  # noqa: E731
+    starts = [msa_start(inst, seed_homes, start_seconds())]
     ctx.offer(starts[0], starts[0].latency)
-    if static_moves > 0:
-        starts.append(static_start(inst, static_moves, int(ctx.rng.integers(2**31))))
+    if static_moves > 0 and not ctx.should_stop():
+        starts.append(static_start(inst, static_moves, int(ctx.rng.integers(2**31)),
+                                   start_seconds()))
         ctx.offer(starts[1], starts[1].latency)
     if restarts < len(starts):  # one anneal: from the better start
         starts = [min(starts, key=lambda s: s.latency)]
@@ -331,7 +335,11 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
     best = starts[0]
     for r in range(restarts):
         origin = starts[r] if r < len(starts) else best  # each start once, then the best
-        share = None if iterations > 0 else ctx.remaining() / (restarts - r)
+        if ctx.should_stop():
+            break
+        share = None if iterations > 0 else (ctx.remaining() - finish_seconds(inst)) / (restarts - r)
+        if share is not None and share <= 0:
+            break
         found, tried = anneal(inst, origin, ctx.rng, max(1, iterations // restarts) if iterations else 0,
                               t_start, t_end, home_rate, lead, ctx.should_stop, on_best, seconds=share)
         ctx.count(tried)
