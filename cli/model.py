@@ -56,12 +56,20 @@ def validate_command(instance: str, solution: str) -> None:
               help="residency: random one-window changes timed (incremental vs full)")
 @click.option("--sa-seconds", type=click.FloatRange(0, Seconds.MAX), default=0.0, show_default=True,
               help="also run `sa` this long and print its moves per second (0: no)")
+@click.option("--seconds", type=click.FloatRange(0.1, Seconds.MAX), default=30.0, show_default=True,
+              help="with --scaling --problem residency: seconds of sa and of the bound per size")
+@click.option("--out", type=click.Path(file_okay=False), default="results/residency-scale",
+              show_default=True, help="with --scaling --problem residency: where the table goes")
 def perf_command(instance: str | None, population: int, moves: int, scaling: bool, sizes: str,
-                 folder: str | None, problem_name: str, changes: int, sa_seconds: float) -> None:
+                 folder: str | None, problem_name: str, changes: int, sa_seconds: float,
+                 seconds: float, out: str) -> None:
     """Measure the cost model on INSTANCE (the last line is machine-readable), or with
     --scaling how every step grows with the instance size; --problem residency measures
     the residency simulator instead."""
     from memplace.bench.perf import measure
+    if scaling and problem_name == "residency":
+        _perf_residency_scaling(sizes, folder, seconds, out)
+        return
     if scaling:
         _perf_scaling(sizes, moves, folder)
         return
@@ -101,11 +109,9 @@ def _sa_speed(inst, seconds: float) -> None:
                f"speedup over compiler {compiler / res.latency:.4f}")
 
 
-def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
+def _sizes_and_folder(sizes: str, folder: str | None):
     import tempfile
     from pathlib import Path
-
-    from memplace.bench.perf import scaling_row, scaling_table
     try:
         ops = [int(x) for x in sizes.split(",") if x.strip()]
     except ValueError:
@@ -114,6 +120,23 @@ def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
         raise click.BadParameter(f"--sizes must list op counts >= 2, got {sizes!r}")
     where = Path(folder) if folder else Path(tempfile.gettempdir()) / "memplace-perf"
     where.mkdir(parents=True, exist_ok=True)
+    return ops, where
+
+
+def _perf_residency_scaling(sizes: str, folder: str | None, seconds: float, out: str) -> None:
+    from pathlib import Path
+
+    from memplace.bench.residency_scale import rows, table, write
+    ops, where = _sizes_and_folder(sizes, folder)
+    got = rows(ops, where, seconds, lambda n: click.echo(f"synth-{n}@nnpi ...", err=True))
+    click.echo(table(got, seconds))
+    paths = write(got, seconds, Path(out))
+    click.echo(f"wrote {', '.join(str(p) for p in paths)}")
+
+
+def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
+    from memplace.bench.perf import scaling_row, scaling_table
+    ops, where = _sizes_and_folder(sizes, folder)
     click.echo("warming up (every kernel compiled or loaded from cache once; not timed) ...",
                err=True)
     scaling_row(100, where, sa_moves=1000)  # every kernel the table times, so the figures are warm

@@ -33,8 +33,17 @@ counterpart:
   the parts of XLA's cost model that a heuristic cannot see here (channel contention).
 - The result is compared with the static `compiler` placement (no windows) and the
   faster one is returned (ties: msa's own), so msa is never slower than `compiler`.
-- `homes="compiler"` runs the same allocation on top of the compiler's homes instead of
-  the default memory, `homes="best"` runs both; the default is XLA's (`"slowest"`).
+- XLA has one default memory; here a tensor's *default memory* is its home. `homes=
+  "slowest"` homes everything in the slowest level (XLA's two-level picture taken
+  literally), `homes="compiler"` in the static compiler placement's levels, `"best"`
+  (the default) runs both and keeps the faster. Why not "slowest" alone: on a hierarchy
+  with a large middle level (nnpi's 24 MB LLC, ten times DRAM's bandwidth) every tensor
+  homed in DRAM must cross DRAM's channel each inference, which the compiler's homes in
+  the LLC avoid; every window msa then adds only moves bytes DRAM's channel has no
+  idle time for, so its allocation loses to the static compiler placement and msa fell
+  back to it (no windows) on synth-1000/10000@nnpi and the imported ResNet-50. Over the
+  compiler's homes the same algorithm keeps hundreds of windows there (see
+  docs/residency-scale.md).
 """
 from __future__ import annotations
 
@@ -58,13 +67,13 @@ PARAMS = {
                          doc="no-copy stays and prefetch overlaps last at most this many "
                              "copy times of the whole fast level"),
     "max_repacks": Param(16, int, 0, doc="best-fit repacks of an addressed level allowed"),
-    "homes": Param("slowest", str, choices=HOMES,
+    "homes": Param("best", str, choices=HOMES,
                    doc="homes windows are added to: XLA's default memory, compiler's, or both"),
 }
 
 
 def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap: float = 1.5,
-                 max_overlap: float = 10.0, max_repacks: int = 16, homes: str = "slowest",
+                 max_overlap: float = 10.0, max_repacks: int = 16, homes: str = "best",
                  deadline: float = math.inf) -> tuple[ResidencySolution, MsaStats]:
     """XLA's memory-space assignment, or the static compiler placement when that is faster.
 

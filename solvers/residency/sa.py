@@ -333,6 +333,8 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
             last[0] = time.perf_counter()
 
     best = starts[0]
+    annealing = 0.0  # seconds inside the anneals (the moves' own rate, starts left out)
+    moves = 0
     for r in range(restarts):
         origin = starts[r] if r < len(starts) else best  # each start once, then the best
         if ctx.should_stop():
@@ -340,8 +342,13 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
         share = None if iterations > 0 else (ctx.remaining() - finish_seconds(inst)) / (restarts - r)
         if share is not None and share <= 0:
             break
+        began = time.perf_counter()
         found, tried = anneal(inst, origin, ctx.rng, max(1, iterations // restarts) if iterations else 0,
                               t_start, t_end, home_rate, lead, ctx.should_stop, on_best, seconds=share)
+        annealing += time.perf_counter() - began
+        moves += tried
+        ctx.notes.update(anneal_s=round(annealing, 3), moves=moves,
+                         moves_per_s=round(moves / annealing) if annealing > 0 else 0)
         ctx.count(tried)
         ctx.offer(found)
         if r == 0 or simulate(inst, found) < simulate(inst, best):
