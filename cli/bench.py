@@ -119,6 +119,3 @@ def validate_results_command(runs: str) -> None:
                f"{len(findings)} do not hold")
     if findings:
         sys.exit(1)
-
-
-COMMANDS = [bench_command, report_command, validate_results_command]

@@ -84,6 +84,3 @@ def residency_bound_command(time_limit: float, max_ops: int, small: bool, commit
                        f"{rel:>8.2%} {status:>9} {seconds:>6.1f}")
     click.echo(f"\nbound within 10% of the best known: missed on {len(missed)}"
                + (f" ({', '.join(missed)})" if missed else ""))
-
-
-COMMANDS = [residency_bound_command]

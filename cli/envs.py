@@ -55,6 +55,3 @@ def baselines_command(envs: tuple[str, ...], instances: str | None, seed: int, t
         (out / "leaderboard.md").write_text(header + markdown, encoding="utf-8")
         (out / "leaderboard.csv").write_text(to_csv(rows), encoding="utf-8")
         click.echo(f"wrote {out / 'leaderboard.md'} and {out / 'leaderboard.csv'}")
-
-
-COMMANDS = [envs_group]

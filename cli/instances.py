@@ -137,6 +137,3 @@ def regenerate_command() -> None:
     from memplace.instances import DATA_DIR, regenerate
     paths = regenerate()
     click.echo(f"wrote {len(paths)} instance files to {DATA_DIR}")
-
-
-COMMANDS = [instances_group]

@@ -203,6 +203,3 @@ def build_command(version: int) -> None:
     if lib.manifest.get("frozen"):
         raise MemplaceError(f"{lib.name} is frozen")
     contents.build(lib, echo=click.echo)
-
-
-COMMANDS = [lib_group]

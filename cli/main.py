@@ -1,4 +1,10 @@
-"""The `memplace` command line: one click group; each command module adds its commands.
+"""The `memplace` command line: one click group over a registry of commands (`DOORS`).
+
+Each command lives in its own module under `memplace.cli`, which is imported only
+when that command runs, so `memplace --help` imports click alone and `memplace pack`
+imports what packing needs, not the harness, the solvers or Numba's compiler. The
+registry keeps each command's one-line help for the same reason: listing the commands
+must not import them. A new command is one `Door` here (its module need not list it).
 
 Errors a user can cause become one line on stderr and exit status 2, never a
 traceback: a `MemplaceError` from any command, and click's usage errors (an
@@ -7,29 +13,112 @@ would print with the whole usage text.
 """
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import NamedTuple
 
 import click
 
-from memplace.cli import (bench, bound, envs, instances, library, model, onnx_import, pack,
-                          residency, solve, xla_import)
-from memplace.model.core.errors import MemplaceError
 
-# Modules that define click commands in a list named COMMANDS.
-COMMAND_MODULES = (instances, model, pack, solve, bench, residency, envs, onnx_import, bound,
-                   xla_import, library)
+class Door(NamedTuple):
+    """A command: its name, where it lives (`module:attribute`) and its one-line help."""
+
+    name: str
+    target: str
+    help: str
+
+    def load(self) -> click.Command:
+        module, _, attribute = self.target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        command.short_help = self.help  # the listing says the same whether loaded or not
+        return command
+
+
+DOORS = {door.name: door for door in [
+    Door("bench", "memplace.cli.bench:bench_command",
+         "Run a benchmark plan; append its runs to runs.jsonl"),
+    Door("envs", "memplace.cli.envs:envs_group",
+         "The Gymnasium environments and their baselines"),
+    Door("evaluate", "memplace.cli.model:evaluate_command",
+         "Print a solution's validity and recomputed latency"),
+    Door("import", "memplace.cli.onnx_import:import_command",
+         "Import an ONNX model as an instance file"),
+    Door("import-perf", "memplace.cli.onnx_import:import_perf_command",
+         "Time the ONNX import of a generated graph"),
+    Door("import-xla", "memplace.cli.xla_import:import_xla_command",
+         "Import an XLA program (HLO text or JAX) as an instance"),
+    Door("lib", "memplace.cli.library:lib_group",
+         "Instances with best known solutions and certified bounds"),
+    Door("instances", "memplace.cli.instances:instances_group",
+         "List, show and export the benchmark instances"),
+    Door("pack", "memplace.cli.pack:pack_command",
+         "Give every buffer of a MiniMalloc CSV an offset"),
+    Door("pack-bench", "memplace.cli.pack:pack_bench_command",
+         "Pack benchmark instances and print a table of times"),
+    Door("pack-generate", "memplace.cli.pack:pack_generate_command",
+         "Write a generated packing instance (MiniMalloc CSV)"),
+    Door("perf", "memplace.cli.model:perf_command",
+         "Measure the cost model's speed on an instance"),
+    Door("report", "memplace.cli.bench:report_command",
+         "Tables and plots from a runs file"),
+    Door("residency-bound", "memplace.cli.bound:residency_bound_command",
+         "Lower bounds, incumbents and gaps of residency instances"),
+    Door("residency-table", "memplace.cli.residency:residency_table_command",
+         "Run msa on the committed instances; write the table"),
+    Door("solve", "memplace.cli.solve:solve_command",
+         "Place an instance's tensors with one solver"),
+    Door("solvers", "memplace.cli.solve:solvers_group",
+         "The registered solvers and their parameters"),
+    Door("validate", "memplace.cli.model:validate_command",
+         "Exit 0 when a solution is valid and its latency holds"),
+    Door("validate-results", "memplace.cli.bench:validate_results_command",
+         "Re-check every stored placement of a runs file"),
+    Door("warmup", "memplace.cli.model:warmup_command",
+         "Compile every Numba kernel once (cached on disk)"),
+    Door("xla-heap", "memplace.cli.xla_import:xla_heap_command",
+         "Pack XLA's heap and compare with XLA's own"),
+    Door("xla-programs", "memplace.cli.xla_import:xla_programs_command",
+         "Recompile the committed JAX programs and their files"),
+    Door("xla-table", "memplace.cli.xla_import:xla_table_command",
+         "Write the XLA comparison tables from bench runs"),
+]}
+
+
+def _is_user_error(exc: BaseException) -> bool:
+    """Whether `exc` is a `MemplaceError`, without importing memplace.model (whose
+    package imports Numba) for commands that never loaded it: such a command cannot
+    have raised one."""
+    errors = sys.modules.get("memplace.model.core.errors")
+    return errors is not None and isinstance(exc, errors.MemplaceError)
 
 
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(DOORS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        door = DOORS.get(name)
+        return door.load() if door is not None else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their one-line help, from the registry (nothing imported)."""
+        limit = formatter.width - 6 - max(map(len, DOORS))
+        rows = [(name, click.Command(name, short_help=DOORS[name].help).get_short_help_str(limit))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except MemplaceError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
             click.echo(f"error: {exc.format_message()} (see '{where} --help')", err=True)
+            sys.exit(2)
+        except Exception as exc:
+            if not _is_user_error(exc):
+                raise
+            click.echo(f"error: {exc}", err=True)
             sys.exit(2)
 
 
@@ -37,11 +126,6 @@ class _Group(click.Group):
 @click.version_option(package_name="memplace")
 def main() -> None:
     """memplace: place tensors into an accelerator's memory hierarchy."""
-
-
-for _module in COMMAND_MODULES:
-    for _command in _module.COMMANDS:
-        main.add_command(_command)
 
 
 if __name__ == "__main__":

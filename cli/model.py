@@ -181,6 +181,3 @@ def warmup_command() -> None:
     solvers = warm_solvers()
     click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
                f"(of {len(registry())}); Numba cache: {cache_dir()}")
-
-
-COMMANDS = [evaluate_command, validate_command, perf_command, warmup_command]

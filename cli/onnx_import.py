@@ -131,6 +131,3 @@ def import_perf_command(nodes: int) -> None:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     click.echo(summary(instance))
     click.echo(f"import of {instance['import']['nodes']} nodes: {wall:.2f} s wall, {cpu:.2f} s CPU")
-
-
-COMMANDS = [import_command, import_perf_command]

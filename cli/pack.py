@@ -151,6 +151,3 @@ def pack_generate_command(kind: str, size: int, seed: int, output: str,
         write_csv(certificate, got.buffers, got.certificate)
     click.echo(f"wrote {output}: {got.name}, {len(got.buffers)} buffers, capacity {got.capacity}, "
                f"peak live size {peak_live_size(got.buffers)}")
-
-
-COMMANDS = [pack_command, pack_bench_command, pack_generate_command]

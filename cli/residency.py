@@ -50,6 +50,3 @@ def residency_table_command(patterns: tuple[str, ...], out: str, params: tuple[s
                "compiler" if not problems else f"{len(rows)} instances: {len(problems)} problems")
     if problems:
         sys.exit(1)
-
-
-COMMANDS = [residency_table_command]

@@ -74,6 +74,3 @@ def solvers_list(problem_name: str | None) -> None:
             for key, spec in info.params.items():
                 default = "none" if spec.default is None else spec.default
                 click.echo(f"{'':<18}--param {key}={default}  ({spec.describe()}) {spec.doc}".rstrip())
-
-
-COMMANDS = [solve_command, solvers_group]

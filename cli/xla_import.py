@@ -100,6 +100,3 @@ def xla_table_command(runs_dir: str, pack_time_limit: float) -> None:
         with atomic_write(folder / name, "table") as out:
             out.write(text)
         click.echo(f"wrote {folder / name}")
-
-
-COMMANDS = [import_xla_command, xla_heap_command, xla_programs_command, xla_table_command]
