@@ -85,3 +85,16 @@ def test_program_makers_compile_and_import_at_small_sizes(program):
         assert [loop["trip_count"] for loop in loops] == [3]
     if program == "train":  # the scanned checkpointed layers: forward and backward loops
         assert sorted(loop["trip_count"] for loop in loops) == [2, 2]
+
+
+def test_xla_table_packs_every_heap_no_higher_than_xla_and_checks_it(tmp_path):
+    from click.testing import CliRunner
+    from memplace.cli import main
+    result = CliRunner().invoke(main, ["xla-table", "--runs", str(tmp_path), "--pack-time-limit", "2"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split("|")[1:-1] for line in (tmp_path / "table.md").read_text().splitlines()[2:]]
+    assert sorted(r[0].strip() for r in rows) == sorted(PROGRAMS)
+    for r in rows:
+        xla_heap, packed, checked = int(r[7]), int(r[8]), r[11].strip()
+        assert packed <= xla_heap and checked == "yes", r
+    assert (tmp_path / "solvers.md").read_text().count("\n") == 2  # no runs in this folder
