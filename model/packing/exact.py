@@ -53,6 +53,24 @@ def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
     return [np.sort(p) for p in parts if p.size]
 
 
+def _overlaps(lowers: np.ndarray, uppers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Time-overlap adjacency in CSR form (neighbours of i in increasing index), built
+    from lifespans sorted by start: memory in the number of overlapping pairs, never n x n."""
+    n = lowers.size
+    by_lower = np.argsort(lowers, kind="stable")
+    sorted_lowers = lowers[by_lower]
+    lists = []
+    for i in range(n):
+        # buffers starting before i ends, minus those that ended by i's start and i itself
+        cand = by_lower[:np.searchsorted(sorted_lowers, uppers[i], side="left")]
+        cand = cand[(uppers[cand] > lowers[i]) & (cand != i)]
+        lists.append(np.sort(cand))
+    counts = np.fromiter((c.size for c in lists), np.int64, n)
+    adj_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    adj = np.concatenate(lists).astype(np.int64) if n else np.zeros(0, np.int64)
+    return adj_ptr, adj
+
+
 def _prepare(sizes, lowers, uppers, alignments):
     """Sections, time-overlap adjacency and section membership, buffers ranked by index."""
     n = sizes.size
@@ -60,10 +78,7 @@ def _prepare(sizes, lowers, uppers, alignments):
     sec_lo = np.searchsorted(points, lowers).astype(np.int64)
     sec_hi = np.searchsorted(points, uppers).astype(np.int64)
     nsec = points.size - 1
-    overlap = (lowers[:, None] < uppers[None, :]) & (lowers[None, :] < uppers[:, None])
-    np.fill_diagonal(overlap, False)
-    adj_ptr = np.concatenate([[0], np.cumsum(overlap.sum(axis=1))]).astype(np.int64)
-    adj = np.nonzero(overlap)[1].astype(np.int64)
+    adj_ptr, adj = _overlaps(lowers, uppers)
     counts = np.zeros(nsec, np.int64)
     for i in range(n):
         counts[sec_lo[i]:sec_hi[i]] += 1

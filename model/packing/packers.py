@@ -287,6 +287,9 @@ def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: i
                             f"{b.alignment}")
         if o >= 0 and o + b.size > capacity:
             problems.append(f"buffer {b.id!r} ends at {o + b.size}, beyond capacity {capacity}")
+    if all(not b.gaps for b in buffers) and all(int(o) >= 0 for o in offsets) and \
+            not _plain_overlaps(buffers, offsets):
+        return problems  # no overlap (fast); else name every overlapping pair below
     by_lower = sorted(range(len(buffers)), key=lambda i: buffers[i].lower)
     for k, i in enumerate(by_lower):
         a, oa = buffers[i], int(offsets[i])
@@ -302,6 +305,37 @@ def check_packing(buffers: Sequence[Buffer], offsets: Sequence[int], capacity: i
             problems.append(f"buffers {a.id!r} [{oa}, {oa + a.size}) and {b.id!r} "
                             f"[{ob}, {ob + b.size}) overlap in memory while both active over "
                             f"[{max(a.lower, b.lower)}, {min(a.upper, b.upper)})")
+    return problems
+
+
+def _plain_overlaps(buffers: Sequence[Buffer], offsets: Sequence[int]) -> list[str]:
+    """The overlaps of buffers without gaps, by a sweep over time that keeps the live
+    buffers sorted by address: a new buffer that overlaps any live one overlaps one of its
+    neighbours in that order (the live ones are pairwise fine). O(n log n) plus the moves
+    of a sorted list; the pair-by-pair check is quadratic on traces with long-lived buffers."""
+    import bisect
+    import heapq
+    problems = []
+    live: list[tuple[int, int, int]] = []  # (offset, end, index), sorted
+    ending: list[tuple[int, tuple[int, int, int]]] = []
+    for i in sorted(range(len(buffers)), key=lambda i: buffers[i].lower):
+        b = buffers[i]
+        while ending and ending[0][0] <= b.lower:
+            del live[bisect.bisect_left(live, heapq.heappop(ending)[1])]
+        o = int(offsets[i])
+        key = (o, o + b.size, i)
+        at = bisect.bisect_left(live, key)
+        for j in range(max(0, at - 3), min(len(live), at + 3)):
+            oj, ej, other = live[j]
+            if not (o + b.size <= oj or ej <= o):
+                a = buffers[other]
+                problems.append(f"buffers {a.id!r} [{oj}, {ej}) and {b.id!r} [{o}, {o + b.size}) "
+                                f"overlap in memory while both active over "
+                                f"[{max(a.lower, b.lower)}, {min(a.upper, b.upper)})")
+                break
+        else:
+            live.insert(at, key)
+            heapq.heappush(ending, (b.upper, key))
     return problems
 
 
@@ -347,13 +381,61 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
                 lower = max(lower, limit + 1)
             wall = time.perf_counter() - start
             return PackResult(best, _STATUS[code], 0, "minimize", wall, nodes), lower
-    best, upper, proven_lower, used = pack_exact.lowest_height(
-        solve, sizes, best, lower, deadline,
-        CLIMB_PROBE_S if time_limit is None else time_limit / 20)
-    nodes += used
+    notes = []
+    if plain and _overlapping_pairs(lowers, uppers) > EXACT_PAIRS:
+        # the exact search keeps every overlapping pair: past EXACT_PAIRS its memory grows
+        # with them (n^2 on long-lived buffers); re-order the heuristics instead, in O(n)
+        best, tries = _reorder_heuristics(sizes, lowers, uppers, aligns, best, lower,
+                                          deadline if deadline is not None else
+                                          time.perf_counter() + CLIMB_PROBE_S * 10)
+        upper, proven_lower = _height(sizes, best), lower
+        notes.append(f"{_overlapping_pairs(lowers, uppers)} overlapping pairs: exact search "
+                     f"skipped (memory), {tries} randomised heuristic orders tried")
+    else:
+        best, upper, proven_lower, used = pack_exact.lowest_height(
+            solve, sizes, best, lower, deadline,
+            CLIMB_PROBE_S if time_limit is None else time_limit / 20)
+        nodes += used
     wall = time.perf_counter() - start
-    return PackResult(best, "packed", upper, "minimize", wall, nodes), proven_lower
+    return PackResult(best, "packed", upper, "minimize", wall, nodes, notes), proven_lower
 
+
+SEARCH_SEED = 20241
+EXACT_PAIRS = 3_000_000  # overlapping pairs beyond which `minimize` skips the exact search
+REORDER_SPREAD = 0.3
+
+
+def _overlapping_pairs(lowers: np.ndarray, uppers: np.ndarray) -> int:
+    """How many ordered pairs of buffers share a time (two sorted searches, O(n log n))."""
+    n = lowers.size
+    before = np.searchsorted(np.sort(uppers), lowers, side="right")
+    after = n - np.searchsorted(np.sort(lowers), uppers, side="left")
+    return int((n - 1 - before - after).sum())
+
+
+def _reorder_heuristics(sizes, lowers, uppers, aligns, best, bound, deadline, seed=SEARCH_SEED
+                        ) -> tuple[np.ndarray, int]:
+    """An anytime search for large traces: first fit and best fit over randomly perturbed
+    priority orders (size, length or area times log-normal noise), each run asked to pack
+    one byte under the best height so far; the best packing is kept. Memory O(n), each try
+    O(n log n). Returns (offsets, tries)."""
+    rng = np.random.default_rng(seed)
+    height = _height(sizes, best)
+    keys = (sizes.astype(float), (uppers - lowers).astype(float),
+            sizes.astype(float) * (uppers - lowers))
+    tries = 0
+    took = 0.0
+    while height > bound and time.perf_counter() + took < deadline:
+        began = time.perf_counter()
+        key = keys[tries % 3] * rng.lognormal(0.0, REORDER_SPREAD, sizes.size)
+        order = np.argsort(-key, kind="stable").astype(np.int64)
+        rule = (tries // 3) % 2
+        offsets = place_in_order(order, sizes, lowers, uppers, aligns, height - 1, rule)
+        tries += 1
+        if (offsets >= 0).all():
+            best, height = offsets, _height(sizes, offsets)
+        took = time.perf_counter() - began  # stop before a try would overrun the deadline
+    return best, tries
 
 def budgeted_packer(exact_budget_s: float = 5.0, heuristic_budget_s: float | None = None) -> Packer:
     """A packer for many calls in a row (a placement's addressed levels, solve after

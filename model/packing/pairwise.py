@@ -156,8 +156,13 @@ class _Search:
         # canonical sequences break ties between equal offsets by rank; that loses nothing
         # only when every pair of neighbours needs a positive distance both ways (windows
         # can make one zero: two buffers at one offset, the order then matters)
-        self.by_rank = all(lift > 0 and drop > 0 for i in self.unplaced for j, lift, drop in nbrs[i]
-                           if j in self.unplaced)
+        lifts = [lift for i in self.unplaced for j, lift, _ in nbrs[i] if j in self.unplaced]
+        self.by_rank = all(lift > 0 for lift in lifts)
+        # a negative effective size (windows) lets a buffer lie "below" one at a lower
+        # offset: then offsets need not grow along the sequence, and the search tries every
+        # order (still each buffer at its lowest offset given those placed before it, which
+        # is complete: place a packing's buffers in an order of its "below" relation)
+        self.monotone = all(lift >= 0 for lift in lifts)
 
     def run(self) -> int:
         if (self.remaining > self.cap).any():
@@ -176,9 +181,10 @@ class _Search:
                 return INFEASIBLE  # pushed above its pin by the buffers below
             if m + b[i].size > self.cap:
                 return INFEASIBLE
-            if b[i].size > 0 and (lowest_top is None or m + b[i].size < lowest_top):
+            if b[i].size > 0 and self.monotone and (lowest_top is None or m + b[i].size < lowest_top):
                 lowest_top = m + b[i].size
-            if m > last_o or (m == last_o and (rank[i] > last_r or not self.by_rank)):
+            if not self.monotone or m > last_o or \
+                    (m == last_o and (rank[i] > last_r or not self.by_rank)):
                 cands.append((m, int(rank[i]), i))
         cands.sort()
         for m, r, i in cands:
@@ -208,7 +214,8 @@ class _Search:
                     trail.append((j, self.minoff[j]))
                     self.minoff[j] = want
         status = INFEASIBLE
-        if not (self.remaining > self.cap - o).any():
+        watermark = o if self.monotone else 0
+        if not (self.remaining > self.cap - watermark).any():
             status = self._dfs(o, r)
         if status != PACKED:
             for j, old in reversed(trail):
