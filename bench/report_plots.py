@@ -24,6 +24,7 @@ import numpy as np
 
 from memplace.bench.results import Results, reach
 from memplace.bench.store import is_ok
+from memplace.model.core.files import atomic_write
 
 
 
@@ -42,7 +43,8 @@ def _save(fig, folder: Path, stem: str) -> list[Path]:
     paths = []
     for suffix, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
         path = folder / f"{stem}.{suffix}"
-        fig.savefig(path, dpi=120, bbox_inches="tight", metadata=metadata)
+        with atomic_write(path, "plot", binary=True) as out:
+            fig.savefig(out, format=suffix, dpi=120, bbox_inches="tight", metadata=metadata)
         paths.append(path)
     plt.close(fig)
     return paths

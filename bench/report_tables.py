@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memplace.bench.results import GAP_SHIFT, TARGETS, TIME_SHIFT, Results, shifted_geomean
+from memplace.model.core.files import write_atomically
 
 Format = Callable[[Any], str]
 TEXT_KEYS = ("instance", "solver")  # left-aligned columns; the rest are numbers
@@ -79,7 +80,7 @@ class Table:
         paths = []
         for suffix, text in (("md", self.markdown()), ("tex", self.latex()), ("csv", self.csv())):
             path = folder / f"table_{self.name}.{suffix}"
-            path.write_text(text, encoding="utf-8")
+            write_atomically(path, text, "table")
             paths.append(path)
         return paths
 

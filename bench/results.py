@@ -38,6 +38,7 @@ import numpy as np
 
 from memplace.bench.store import is_ok, latest_by_key
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.files import write_atomically
 from memplace.model.core.problem import problem
 from memplace.model.core.search import DEFAULT_PROBLEM
 
@@ -286,8 +287,8 @@ def cached_static_optimum(name: str, inst, cache: dict[str, dict[str, Any]],
         cache[name] = entry
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / STATIC_OPTIMUM_FILE).write_text(
-                json.dumps(cache, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            write_atomically(folder / STATIC_OPTIMUM_FILE,
+                             json.dumps(cache, indent=1, sort_keys=True) + "\n", "static optima")
     return entry
 
 

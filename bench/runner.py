@@ -14,6 +14,7 @@ from memplace.bench.task import Task
 from memplace.bench.store import RunStore, is_ok, latest_by_key, record_key
 from memplace.bench.worker import failure_record
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.files import write_atomically
 
 
 # ---------------------------------------------------------------------- executors
@@ -98,7 +99,7 @@ def run_batch(plan: Plan, batch: Batch, store: RunStore, jobs: int, dask: str | 
     if not batch.todo:
         return []
     store.folder.mkdir(parents=True, exist_ok=True)
-    (store.folder / "plan.toml").write_text(plan.text, encoding="utf-8")
+    write_atomically(store.folder / "plan.toml", plan.text, "plan")
     from memplace.solvers import load_kernels
     load_kernels(plan.solvers, plan.problem)  # workers find them cached
     expected = {task.key for task in batch.todo}

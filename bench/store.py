@@ -178,7 +178,7 @@ class RunStore:
     def append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # less the umask
         try:
             written = os.write(fd, line)
             if written != len(line):  # a full disk; leave a torn line for read_runs to report

@@ -20,6 +20,7 @@ from memplace.instances.transformer import bert_base, gpt2, vit_b16
 from memplace.model import Instance
 from memplace.model.instance import FORMAT, dumps
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.files import write_atomically
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 XLA_DIR = DATA_DIR / "xla"  # the committed XLA programs (memplace.instances.xla.programs)
@@ -138,7 +139,7 @@ def regenerate(data_dir: Path = DATA_DIR) -> list[Path]:
     for workload_name, hardware_name, params in committed_specs():
         instance = build_instance(workload_name, hardware_name, **params)
         path = data_dir / f"{instance['name']}.json"
-        path.write_text(dumps(instance), encoding="utf-8")
+        write_atomically(path, dumps(instance), "instance file")
         written.append(path)
     for stale in set(data_dir.glob("*.json")) - set(written):
         stale.unlink()

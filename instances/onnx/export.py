@@ -31,6 +31,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from memplace.instances.onnx.errors import OnnxImportError
+from memplace.model.core.files import atomic_write
 
 OPSET = 20  # Gelu
 ACTIVATIONS = {0.0: [], 1.0: ["Relu"], 4.0: ["Sigmoid"], 5.0: ["Sigmoid", "Mul"]}
@@ -447,7 +448,7 @@ def save_onnx(workload: dict[str, Any], path: str | Path) -> Path:
         for key, value in (("location", data.name), ("offset", str(offset)), ("length", str(length))):
             tensor.external_data.add(key=key, value=value)
         offset += length
-    with open(data, "wb") as handle:
+    with atomic_write(data, "external data", binary=True) as handle:
         handle.truncate(offset)  # zeros, without writing a block
     onnx.save(model, str(path))
     return data
