@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
+from memplace.instances.hardware import HARDWARE
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.files import write_atomically
 from memplace.model.core.reading import read_json
 
 MB = 1e6
@@ -65,11 +67,13 @@ def summary(instance: dict[str, Any]) -> str:
 
 @click.command("import")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--hardware", required=True, help="a preset (nnpi, tpu, edge-npu, gpu) or a JSON file")
+@click.option("--hardware", required=True,
+              help=f"a preset ({', '.join(HARDWARE)}) or a JSON file holding a hardware object")
 @click.option("--batch", type=int, help="bind the inputs' symbolic leading (batch) dimension")
 @click.option("--dim", multiple=True, metavar="NAME=VALUE", help="bind a symbolic dimension (repeatable)")
 @click.option("--dtype-bytes", type=int, help="bytes per element of floating-point tensors (1: int8)")
-@click.option("--name", help="the workload's name (default: the file's stem)")
+@click.option("--name", help="the instance's (and its workload's) name [default: MODEL's stem, "
+                              "e.g. resnet50 for resnet50.onnx]")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="the instance file to write")
 def import_command(model: str, hardware: str, batch: int | None, dim: tuple[str, ...],
@@ -86,10 +90,7 @@ def import_command(model: str, hardware: str, batch: int | None, dim: tuple[str,
                                          dtype_bytes=dtype_bytes, name=name)
     for warning in caught:  # echoed as `warning:` lines
         click.echo(f"warning: {warning.message}", err=True)
-    try:
-        Path(output).write_text(dumps(instance), encoding="utf-8")
-    except OSError as exc:
-        raise MemplaceError(f"cannot write {output}: {exc.strerror}") from None
+    write_atomically(output, dumps(instance), "instance file")
     click.echo(summary(instance))
     click.echo(f"wrote {output} ({instance['name']})")
 

@@ -194,12 +194,15 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
     Parameters
     ----------
     model : path of an `.onnx` file (external data is never read) or a loaded ModelProto.
-    hardware : preset name (`nnpi`, `tpu`, `edge-npu`, `gpu`) or the spec's hardware object.
+    hardware : a preset's name (any of `memplace.instances.HARDWARE`) or the spec's
+        hardware object.
     batch : binds the symbolic leading dimension of the inputs.
     dims : binds symbolic dimensions by name, e.g. ``{"sequence": 128}``.
     dtype_bytes : bytes per element of every floating-point tensor (1 models an int8
         deployment); integer and boolean tensors keep their ONNX width.
-    name : the workload's name (default: the file's stem).
+    name : the instance's name, which its workload takes too (default: the file's stem,
+        `resnet50` for `resnet50.onnx`; a ModelProto's graph name). Built-in instances are
+        named `workload@hardware`, so the default never takes a built-in's name.
 
     Raises `OnnxImportError` (a `MemplaceError`) naming the node or tensor at fault;
     warns `OnnxImportWarning` for op types whose FLOPs are counted by the default.
@@ -248,7 +251,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
              "ops": len(lowered.groups),
              "fused_nodes": sum(len(g.nodes) for g in lowered.groups),
              "shape_inference": shaped.notes}
-    instance = {"format": FORMAT, "name": f"{workload_name}@{hw.get('name', 'hardware')}",
+    instance = {"format": FORMAT, "name": workload_name,
                 "source": "memplace import (ONNX)", "import": roles,
                 "notes": ("ops fused at a compiler's granularity; flops count 2 per "
                           "multiply-accumulate; see memplace.instances.onnx"),

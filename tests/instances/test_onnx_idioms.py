@@ -377,9 +377,9 @@ def test_import_command_writes_an_instance_that_loads(tmp_path):
     result = _run("import", path, "--hardware", hardware, "--batch", "2", "--name", "mlp",
                   "--dtype-bytes", "1", "-o", out)
     assert result.exit_code == 0, result.output
-    assert "mlp@toy: 3 nodes -> 1 ops, 3 tensors" in result.output
+    assert "mlp: 3 nodes -> 1 ops, 3 tensors" in result.output
     inst = Instance.from_file(out)
-    assert inst.name == "mlp@toy" and inst.n_ops == 1
+    assert inst.name == "mlp" and inst.hardware_name == "toy" and inst.n_ops == 1
     assert sorted(inst.size.tolist()) == [8, 16, 32]
 
 
@@ -436,3 +436,22 @@ def test_conv_transpose_einsum_and_a_large_constant_are_counted_by_hand(tmp_path
     assert tensors["bias"] == ("weight", 20, [(1, 20)])  # a Constant of 5 floats is a weight
     assert tensors["up"] == ("activation", 288, [(0, 288), (1, 288)])
     assert "as3d" not in tensors  # an int64 shape vector is no tensor
+
+
+def test_the_instance_is_named_after_the_file_stem_never_a_builtin(tmp_path):
+    from memplace.instances import builtin_names
+    path = _save(_dynamic_batch_model(), tmp_path, name="resnet50.onnx")
+    result = _run("import", path, "--hardware", "nnpi", "--batch", "1", "-o", tmp_path / "out.json")
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["name"] == data["workload"]["name"] == "resnet50"
+    assert data["name"] not in builtin_names() and "resnet50@nnpi" in builtin_names()
+    assert "wrote" in result.output and "(resnet50)" in result.output
+    named = from_onnx(path, "gpu", batch=1, name="my-net")
+    assert named["name"] == named["workload"]["name"] == "my-net"
+
+
+def test_import_help_lists_every_hardware_preset():
+    from memplace.instances import HARDWARE
+    result = _run("import", "--help")
+    assert len(HARDWARE) == 5 and all(preset in result.output for preset in HARDWARE)
