@@ -5,9 +5,9 @@ Definitions every table and plot shares (per instance):
 
 - best known = the lowest latency of any run; best bound = the highest proven
   lower bound of any run (None if no run proved one);
-- the references are the problem's baselines (`Problem.baselines`: for static
-  placement `slowest` = the all-slowest placement, `compiler` = the `compiler`
-  heuristic): the best latency of that solver's runs in the file, or, if the file
+- the references are the problem's baselines (`Problem.baselines`: `slowest` = the
+  all-slowest placement; `baseline` = the `compiler` heuristic for static placement,
+  `msa` for residency): the best latency of that solver's runs in the file, or, if the file
   has none, of the solver run here;
 - speedup of a solver = reference latency / the solver's best latency;
 - gap to bound = best latency / best bound - 1; gap to best = latency / best known - 1;
@@ -91,7 +91,7 @@ class Cell:
     failed: int
     best: float | None
     mean: float | None
-    speedup_compiler: float | None
+    speedup_baseline: float | None
     speedup_slowest: float | None
     gap_bound: float | None
     time_to: dict[float, float | None]  # eps -> median seconds
@@ -117,7 +117,8 @@ def code_label(code: Any) -> str:
         return "unrecorded"
     if code.get("commit"):
         return f"commit {code['commit']}" + (" (dirty)" if code.get("dirty") else "")
-    return f"package {code.get('package', 'unknown')} (not a git checkout)"
+    version = code.get("package")
+    return f"memplace {version}" if version and version != "unknown" else "memplace, version unknown"
 
 
 class Results:
@@ -206,8 +207,9 @@ class Results:
         return tied
 
     def code_versions(self) -> dict[str, int]:
-        """Which code produced the runs: 'commit <sha>[ (dirty)]' (or 'package <version>'
-        outside a git checkout, 'unrecorded' for records older than this field) -> runs."""
+        """Which code produced the runs: 'commit <sha>[ (dirty)]' (or 'memplace <version>'
+        when neither a checkout nor the install knew the commit, 'unrecorded' for records
+        older than this field) -> runs."""
         return dict(sorted(Counter(code_label(r.get("code")) for r in self.records).items()))
 
     def static_optimum(self, instance: str) -> dict[str, Any] | None:
@@ -228,7 +230,7 @@ class Results:
         best = min(lats) if lats else None
         known = self.best_known(instance)
         bound = self.best_bound(instance)
-        compiler, slowest = self.baseline(instance, "compiler"), self.baseline(instance, "slowest")
+        baseline, slowest = self.baseline(instance, "baseline"), self.baseline(instance, "slowest")
         time_to, evals_to = {}, {}
         for eps in TARGETS:
             reached = [reach(r, known * (1 + eps)) for r in runs] if known is not None else []
@@ -239,7 +241,7 @@ class Results:
         return Cell(
             instance, solver, len(runs), len(runs) - len(ok), best,
             float(np.mean(lats)) if lats else None,
-            compiler / best if best and compiler else None,
+            baseline / best if best and baseline else None,
             slowest / best if best and slowest else None,
             max(0.0, best / bound - 1.0) if best and bound else None,
             time_to, evals_to,

@@ -23,7 +23,11 @@ class Problem(Protocol):
     problem's objective."""
 
     name: str
-    baselines: Mapping[str, str]  # "slowest" and "compiler" -> a solver of this problem
+    # Roles -> a solver of this problem: "slowest", the reference of spec section 4, and
+    # "baseline", the default a user would otherwise get (static: the compiler-style
+    # placement `compiler`; residency: XLA's memory-space assignment `msa`). Speedups
+    # in tables and `memplace solve` are given against both, naming the solver.
+    baselines: Mapping[str, str]
 
     def load(self, source: Any) -> Any:
         """An instance from a file path or a parsed dict, every rule checked."""

@@ -30,7 +30,7 @@ class ResidencyProblem:
     """Homes plus windows: tensors copied between levels while the program runs."""
 
     name = "residency"
-    baselines = {"slowest": "all-slowest", "compiler": "msa"}
+    baselines = {"slowest": "all-slowest", "baseline": "msa"}
 
     def load(self, source: str | Path | Mapping[str, Any]) -> Instance:
         return Instance.load(source)

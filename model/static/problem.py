@@ -36,7 +36,7 @@ class StaticProblem:
     """Tensor placement with one level per tensor for its whole live range."""
 
     name = "static"
-    baselines = {"slowest": "all-slowest", "compiler": "compiler"}
+    baselines = {"slowest": "all-slowest", "baseline": "compiler"}
 
     def load(self, source: str | Path | Mapping[str, Any]) -> Instance:
         return Instance.load(source)

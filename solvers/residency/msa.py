@@ -110,7 +110,7 @@ def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap
 
 @register("msa", "XLA's memory-space assignment: windows by memory boundedness, no-copy / "
           "evict / prefetch per use with the cost-analysis interval picker (never slower than "
-          "the static compiler placement)", params=PARAMS, deterministic=True,
+          "the static compiler placement); the residency problem's baseline", params=PARAMS, deterministic=True,
           problem="residency")
 def solve_msa(ctx: SearchContext, min_overlap: float, preferred_overlap: float,
               max_overlap: float, max_repacks: int, homes: str) -> None:

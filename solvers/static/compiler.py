@@ -35,7 +35,7 @@ DESCRIPTIONS = {
 }
 for _name, _description in DESCRIPTIONS.items():
     register(_name, _description, deterministic=True)(_run_order(_name))
-register("compiler", f"the compiler-style default speedups are measured against (= {COMPILER})",
+register("compiler", f"the compiler-style default placement (= {COMPILER}); the static problem's baseline",
          deterministic=True)(_run_order(COMPILER))
 
 

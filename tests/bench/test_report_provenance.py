@@ -69,8 +69,10 @@ def test_report_prints_which_commits_made_the_runs(two_instances):
 
 
 def test_code_labels_fall_back_to_the_package_version_and_to_unrecorded():
-    assert code_label({"commit": None, "dirty": None, "package": "0.1.0"}) == \
-        "package 0.1.0 (not a git checkout)"
+    assert code_label({"commit": None, "dirty": None, "package": "0.1.0"}) == "memplace 0.1.0"
+    assert code_label({"commit": None, "dirty": None, "package": "unknown"}) == \
+        "memplace, version unknown"
+    assert code_label({"commit": "c" * 40, "dirty": None, "package": "0.1.0"}) == f"commit {'c' * 40}"
     assert code_label(None) == "unrecorded"
 
 
@@ -79,18 +81,28 @@ def test_code_version_is_this_checkouts_head():
     info = provenance.code_version()
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                           text=True)
-    if head.returncode != 0:  # an installed copy, not a checkout: the package version only
-        assert info["commit"] is None and info["package"]
+    if head.returncode != 0:  # an installed copy, not a checkout: what its metadata says
+        assert info["commit"] == provenance._metadata_commit() and info["package"]
         return
     assert info["commit"] == head.stdout.strip()
     assert isinstance(info["dirty"], bool)
 
 
-def test_code_version_outside_a_checkout_records_the_package(monkeypatch, tmp_path):
+@pytest.mark.parametrize("commit", [None, "d" * 40])
+def test_code_version_outside_a_checkout_records_the_package(monkeypatch, tmp_path, commit):
     monkeypatch.setattr(provenance, "_git", lambda root, *args: None)
+    monkeypatch.setattr(provenance, "_metadata_commit", lambda: commit)
     provenance.code_version.cache_clear()
     try:
         info = provenance.code_version()
     finally:
         provenance.code_version.cache_clear()
-    assert info == {"commit": None, "dirty": None, "package": provenance.package_version()}
+    assert info == {"commit": commit, "dirty": None, "package": provenance.package_version()}
+
+
+def test_the_commit_of_a_git_url_install_is_read_from_its_metadata():
+    git = {"url": "https://example.org/memplace.git",
+           "vcs_info": {"vcs": "git", "commit_id": "e" * 40, "requested_revision": "main"}}
+    assert provenance.installed_commit(json.dumps(git)) == "e" * 40
+    assert provenance.installed_commit(json.dumps({"url": "file:///src", "dir_info": {}})) is None
+    assert provenance.installed_commit("not json") is None and provenance.installed_commit(None) is None

@@ -45,4 +45,4 @@ def test_bad_parameters_are_named_with_what_is_allowed(given, message):
 def test_the_static_problem_is_registered_and_implements_the_protocol():
     static = PROBLEMS.get("static")
     assert isinstance(static, Problem)
-    assert static.baselines == {"slowest": "all-slowest", "compiler": "compiler"}
+    assert static.baselines == {"slowest": "all-slowest", "baseline": "compiler"}

@@ -131,3 +131,15 @@ def test_callback_stops_the_search_early():
     calls = []
     result = solve(inst, "random-greedy", samples=10_000, callback=lambda *a: calls.append(a) or True)
     assert len(calls) == 1 and result.evaluations < 10_000
+
+
+def test_every_name_shared_by_two_problems_is_one_documented_family():
+    from memplace.model.core.problem import PROBLEMS, problem
+    from memplace.solvers.families import FAMILIES, shared_names
+    shared = shared_names()
+    assert sorted(shared) == sorted(FAMILIES) == ["all-slowest", "compiler", "ga", "hybrid", "sa"]
+    assert all(probs == ["residency", "static"] for probs in shared.values())
+    # a role is not a solver name: each problem's baseline is one of its own solvers
+    for name in PROBLEMS.names():
+        base = problem(name).baselines
+        assert set(base) == {"slowest", "baseline"} and base["baseline"] in registry(name)

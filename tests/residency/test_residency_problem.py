@@ -13,7 +13,7 @@ from residency_cases import DRAM, LLC, SRAM, small, solution
 def test_residency_is_a_registered_problem():
     prob = problem("residency")
     assert isinstance(prob, Problem)
-    assert prob.name == "residency" and prob.baselines["compiler"] == "msa"
+    assert prob.name == "residency" and prob.baselines["baseline"] == "msa"
 
 
 def test_records_round_trip_and_are_checked():
