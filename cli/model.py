@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from memplace.cli.values import Seconds, count
+from memplace.cli.values import Seconds, count, microseconds
 from memplace.instances import load as load_instance
 from memplace.model import validate_solution_file, warmup
 
@@ -14,10 +14,11 @@ from memplace.model import validate_solution_file, warmup
 @click.argument("instance")
 @click.argument("solution", type=click.Path(dir_okay=False))
 def evaluate_command(instance: str, solution: str) -> None:
-    """Print a solution's validity and recomputed latency."""
+    """Print a solution's validity and recomputed latency (in µs, as every command prints
+    latencies; the file's `latency` is in seconds, as the specification fixes)."""
     report = validate_solution_file(load_instance(instance), solution)  # either format
     click.echo(f"valid: {'yes' if report.valid else 'no'}")
-    click.echo(f"latency: {report.latency:.9g} s")
+    click.echo(f"latency: {microseconds(report.latency, 6)}")
     for error in report.errors:
         click.echo(f"  {error}")
 
@@ -29,7 +30,7 @@ def validate_command(instance: str, solution: str) -> None:
     """Exit 0 when the solution is valid and its claimed latency holds (relative 1e-9), else 1."""
     report = validate_solution_file(load_instance(instance), solution)
     if report.ok:
-        click.echo(f"ok: valid, latency {report.latency:.9g} s")
+        click.echo(f"ok: valid, latency {microseconds(report.latency, 6)}")
         return
     for error in report.errors:
         click.echo(f"invalid: {error}")

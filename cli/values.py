@@ -36,3 +36,9 @@ JOBS = click.IntRange(1, 1024)
 def count(high: int) -> click.IntRange:
     """A positive count up to `high` (what fits in memory and in time)."""
     return click.IntRange(1, high)
+
+
+def microseconds(seconds: float, decimals: int = 3) -> str:
+    """A latency as a person reads it: every command prints latencies in µs (files keep
+    the specification's seconds)."""
+    return f"{seconds * 1e6:.{decimals}f} µs"

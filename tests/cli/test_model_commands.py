@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from memplace.cli import main
@@ -17,12 +18,27 @@ def test_solve_writes_a_solution_that_validates(tmp_path):
     out = tmp_path / "sol.json"
     result = _run("solve", "resnet50@nnpi", "--solver", "compiler", "-o", out)
     assert result.exit_code == 0, result.output
-    assert "speedup vs slowest" in result.output and "speedup vs compiler 1.0000x" in result.output
+    assert "speedup vs slowest" in result.output
+    assert "speedup vs baseline 1.0000x   (compiler, the static baseline: " in result.output
     data = json.loads(out.read_text())
     assert data["format"] == "memplace-solution/1" and data["instance"] == "resnet50@nnpi"
     assert _run("validate", "resnet50@nnpi", out).exit_code == 0
     evaluated = _run("evaluate", "resnet50@nnpi", out)
     assert "valid: yes" in evaluated.output
+
+
+def test_solve_evaluate_and_validate_print_the_latency_in_the_same_unit(tmp_path):
+    out = tmp_path / "sol.json"
+    solved = _run("solve", "resnet50@nnpi", "--solver", "compiler", "-o", out).output
+    seconds = json.loads(out.read_text())["latency"]  # the file keeps the spec's seconds
+    printed = {
+        "solve": next(line.split()[1:] for line in solved.splitlines() if line.startswith("latency ")),
+        "evaluate": _run("evaluate", "resnet50@nnpi", out).output.split("latency: ")[1].split(),
+        "validate": _run("validate", "resnet50@nnpi", out).output.split("latency ")[1].split(),
+    }
+    assert {unit for _, unit in printed.values()} == {"µs"}
+    for command, (value, _) in printed.items():
+        assert float(value) == pytest.approx(seconds * 1e6, abs=5e-4), command
 
 
 def test_validate_exits_1_with_the_reason_when_the_claim_is_wrong(tmp_path):
