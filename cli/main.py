@@ -39,6 +39,8 @@ DOORS = {door.name: door for door in [
          "Run a benchmark plan; append its runs to runs.jsonl"),
     Door("envs", "memplace.cli.envs:envs_group",
          "The Gymnasium environments and their baselines"),
+    Door("gap", "memplace.cli.gap:gap_command",
+         "Certified gap of a residency program: search and bound"),
     Door("evaluate", "memplace.cli.model:evaluate_command",
          "Print a solution's validity and recomputed latency"),
     Door("import", "memplace.cli.onnx_import:import_command",
