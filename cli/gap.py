@@ -35,6 +35,3 @@ def gap_command(instance: str, time_limit: float, seed: int, problem_name: str,
     if output:
         got.solution.write(output, inst)
         click.echo(f"wrote {output}")
-
-
-COMMANDS = [gap_command]
