@@ -115,6 +115,18 @@ class CostModel:
             found.add(self.computation_cost(ins.called("select")), source.count * (size - 1))
             found.add(self.computation_cost(ins.called("scatter")), source.count)
             return found
+        if op == "sort":
+            count = self.shape_of(computation, ins.operands[0]).count
+            return Cost(float(count * max(count - 1, 0).bit_length()))
+        if op == "scatter":
+            updates = self.shape_of(computation, ins.operands[-1])
+            found = Cost()
+            found.add(self.computation_cost(ins.called("to_apply")), updates.count)
+            return found
+        if op == "fft":
+            data = self.shape_of(computation, ins.operands[0])
+            factors = math.prod(max(d, 1).bit_length() - 1 for d in ins.int_list("fft_length"))
+            return Cost(2.0 * 4 * factors * data.count)
         if op in ("rng", "rng-bit-generator"):
             return Cost(0, sum(leaf.count for leaf in ins.shape.leaves()))
         if op in ("all-reduce", "all-reduce-start"):
@@ -170,18 +182,28 @@ class CostModel:
             return [ins.shape.nbytes] + [s.nbytes for s in shapes[1:]]
         if op == "dynamic-update-slice":
             return [0] + [s.nbytes for s in shapes[1:]]
+        if op == "gather":
+            return [ins.shape.nbytes, shapes[1].nbytes]
+        if op == "scatter":  # operands, indices, updates: XLA counts the updates' size
+            n = (len(shapes) - 1) // 2
+            updates = [s.nbytes for s in shapes[n + 1:]]
+            return updates + [shapes[n].nbytes] + updates
         if op == "fusion":
             fused = self.module.computations[ins.called("calls")]
             params = fused.parameters()
             return [_parameter_read_bytes(fused, p) for p in params]
         return [sum(leaf.nbytes for leaf in s.leaves()) for s in shapes]
 
-    def output_bytes(self, ins: Instruction) -> list[int]:
+    def output_bytes(self, computation: Computation, ins: Instruction) -> list[int]:
         """Bytes written to each array output (tuple leaves in order)."""
         op = ins.opcode
         leaves = ins.shape.leaves()
         if op in NO_DATA:
             return [0] * len(leaves)
+        if op == "scatter":  # written: the updates' size
+            n = (len(ins.operands) - 1) // 2
+            return [self.shape_of(computation, ins.operands[n + 1 + i]).nbytes
+                    for i in range(len(leaves))]
         if op in ("dynamic-update-slice", "fusion"):
             roots = self._output_roots(ins)
             if len(roots) != len(leaves):  # one root writing a tuple (a variadic reduce)

@@ -175,7 +175,7 @@ class _Unroller:
             leaves = _leaves(value)
             for leaf in leaves:  # a tuple operand: each leaf read whole (XLA's default)
                 self._access(leaf, k, nbytes if len(leaves) == 1 else self._leaf_size(leaf))
-        written = self.costs.output_bytes(ins)
+        written = self.costs.output_bytes(computation, ins)
         in_place = self.costs.in_place_operand(ins)
         shapes = ins.shape.leaves()
         outputs: list[int | None] = []
@@ -205,7 +205,9 @@ def _rebuild(shape, leaves) -> Value:
 
 def xla_view_totals(module: Module) -> dict[str, float]:
     """FLOPs, transcendentals and bytes with every computation counted once (a loop body
-    once, whatever its trip count): what `Compiled.cost_analysis()` sums, for comparison."""
+    once, whatever its trip count): what `Compiled.cost_analysis()` sums, for comparison.
+    Bytes include the pointer tables tuples write (8 bytes per element), which XLA counts
+    and which are no tensors in an instance."""
     costs = CostModel(module)
     totals = {"flops": 0.0, "transcendentals": 0.0, "bytes accessed": 0.0}
 
@@ -216,12 +218,14 @@ def xla_view_totals(module: Module) -> dict[str, float]:
                 walk(module.computations[ins.called("body")])
             elif ins.opcode == "call":
                 walk(module.computations[ins.called("to_apply")])
+            elif ins.opcode == "tuple":  # XLA counts the pointer table a tuple writes
+                totals["bytes accessed"] += ins.shape.nbytes
             elif ins.opcode not in NO_DATA:
                 cost = costs.cost(computation, ins)
                 totals["flops"] += cost.flops
                 totals["transcendentals"] += cost.transcendentals
                 totals["bytes accessed"] += (sum(costs.operand_bytes(computation, ins))
-                                             + sum(costs.output_bytes(ins)))
+                                             + sum(costs.output_bytes(computation, ins)))
     walk(module.entry)
     return totals
 

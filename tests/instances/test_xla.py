@@ -121,7 +121,7 @@ def test_xla_offsets_validate_as_a_packing_and_memplace_packs_no_higher(scan_imp
     assert heap.merged  # the loop state shares its buffer with the body's parameter and root
     csv = tmp_path / "scan.csv"
     write_baseline(heap, csv, "test")
-    got = compare_heap(csv, time_limit=5)
+    got = compare_heap(csv, time_limit=2)
     assert got.xla_valid == [] and got.check == []
     assert got.lower_bound <= got.height <= got.xla_height
 
@@ -174,3 +174,26 @@ def test_malformed_input_is_exit_2_naming_the_file_or_instruction(tmp_path):
     result = runner.invoke(main, ["import-xla", "json:nothing_here", "--hardware", "nnpi", "-o",
                                   "x.json"])
     assert result.exit_code == 2 and "nothing_here" in result.output
+
+
+@pytest.mark.parametrize("program, args", [
+    (lambda x: jnp.sort(x, axis=-1), (_normal(8, 64),)),
+    (lambda x, i: x.at[i].add(1.0), (_normal(32, 8), jnp.array([1, 3, 5]))),
+    (lambda x, i: x[i] * 2.0, (_normal(32, 8), jnp.array([1, 3, 5]))),
+    (lambda x: jnp.fft.fft(x).real, (_normal(16),)),
+    (lambda x: lax.while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1],
+     (_normal(4),)),
+    (lambda x: lax.map(lambda v: jnp.exp(v).sum(), x), (_normal(6, 32),)),
+], ids=["sort", "scatter", "gather", "fft", "small-loop", "lax-map"])
+def test_sort_scatter_gather_fft_and_small_loops_count_as_xla_does(program, args):
+    got = import_xla(program, "nnpi", args=args)
+    _within(cost_comparison(got.instance), tolerance=0.01)
+    assert got.heap.problems() == []
+
+
+def test_a_program_without_temp_buffers_has_an_empty_heap(tmp_path):
+    got = import_xla(lambda x: x[::-1] * 2.0, "nnpi", args=(_normal(8),))
+    assert got.heap.buffers == [] and got.heap.heap_size == 0
+    write_baseline(got.heap, tmp_path / "empty.csv", "test")
+    compared = compare_heap(tmp_path / "empty.csv", time_limit=1)
+    assert compared.height == compared.xla_height == 0 and compared.check == []
