@@ -15,7 +15,6 @@ from memplace.instances.xla import cost_comparison, from_hlo_text, import_xla
 from memplace.instances.xla.programs import PROGRAMS, cnn, decoder, encoder, mlp, train
 from memplace.model.packing.minimalloc_csv import read_buffers
 from memplace.model.packing.packers import check_packing
-from memplace.solvers import solve
 
 NAMES = xla_names()
 
@@ -54,14 +53,6 @@ def test_xla_offsets_are_a_packing_of_the_committed_heap_csv(name):
     assert check_packing(problem.buffers, offsets, record["heap_size"]) == []
     assert record["heap_size"] == load(name).data["import"]["memory_analysis"]["temp_size_in_bytes"]
     assert all(b.alignment == record["alignment"] == 64 for b in problem.buffers)
-
-
-def test_static_and_residency_defaults_solve_a_committed_program():
-    inst = load("xla-train@nnpi")
-    static = solve(inst, "compiler", time_limit=None)
-    residency = solve(load("xla-train@nnpi", "residency"), "msa", time_limit=None, problem="residency")
-    assert not residency.notes.get("no_incumbent")
-    assert 0 < residency.latency <= static.latency * (1 + 1e-12)
 
 
 SMALL = {
