@@ -197,3 +197,15 @@ def test_a_program_without_temp_buffers_has_an_empty_heap(tmp_path):
     write_baseline(got.heap, tmp_path / "empty.csv", "test")
     compared = compare_heap(tmp_path / "empty.csv", time_limit=1)
     assert compared.height == compared.xla_height == 0 and compared.check == []
+
+
+def test_a_module_path_compiles_on_its_example_args_and_writes_the_heap(tmp_path):
+    out, heap = tmp_path / "forward.json", tmp_path / "forward.csv"
+    result = CliRunner().invoke(main, ["import-xla", "xla_example_program:forward", "--hardware",
+                                       "edge-npu", "-o", str(out), "--heap", str(heap)])
+    assert result.exit_code == 0, result.output
+    inst = Instance.from_file(out)
+    assert inst.hardware_name == "edge-npu" and inst.workload_name == "forward"
+    _within(cost_comparison(inst.data))
+    assert (tmp_path / "forward.xla.csv").is_file() and (tmp_path / "forward.xla.json").is_file()
+    assert "validate" in result.output
