@@ -50,7 +50,9 @@ def _best(records: list[dict[str, Any]]) -> tuple[str, float] | None:
     if not done:
         return None
     best = min(done, key=lambda r: (r["latency"], r["solver"]))
-    return best["solver"], best["latency"]
+    ties = sorted({r["solver"] for r in done if r["latency"] <= best["latency"] * (1 + 1e-9)})
+    label = best["solver"] if len(ties) == 1 else f"{len(ties)} solvers tie: {', '.join(ties)}"
+    return label, best["latency"]
 
 
 def xla_rows(static_runs: Path | None, residency_runs: Path | None, pack_time_limit: float = 10.0,
