@@ -106,7 +106,9 @@ def test_replaying_the_planner_scores_exactly_its_latency():
     agent = PlannerMoves()
     [episode] = evaluate_policy(agent, RESIDENCY_ID, ["mobilenetv2@edge-npu"])
     assert episode.latency == agent.latencies["mobilenetv2@edge-npu"]
-    assert episode.episode_return > 1.0 and episode.changed == 0
+    # the planner never loses to msa, its baseline (msa over the better of the slowest
+    # level's and the compiler's homes reaches the planner's latency here)
+    assert episode.episode_return >= 1.0 and episode.changed == 0
 
 
 def _first_masked(info):
