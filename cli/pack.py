@@ -15,7 +15,6 @@ from memplace.cli.values import BYTES, SECONDS, count
 from memplace.model.core.errors import MemplaceError
 from memplace.model.packing.minimalloc_csv import read_buffers, write_solution
 from memplace.model.packing.exact import search_workers
-from memplace.model.packing.generate import generate, write_csv
 from memplace.model.packing.packers import PACKERS, check_packing, minimize, pack, peak_live_size
 
 EXIT_INFEASIBLE = 1
@@ -143,6 +142,7 @@ def pack_generate_command(kind: str, size: int, seed: int, output: str,
                           certificate: str | None) -> None:
     """Write a generated instance: KIND cut/cutpw (SIZE buffers tiling capacity x horizon, so
     the optimum is the capacity) or act (SIZE operators of activation lifetimes)."""
+    from memplace.model.packing.generate import generate, write_csv
     got = generate(kind, size, seed)
     write_csv(output, got.buffers)
     if certificate is not None:

@@ -13,7 +13,6 @@ of the configurations; the first to settle the question stops the other.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numpy as np
@@ -155,6 +154,7 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
 
     if workers == 1:
         return stream(0)
+    from concurrent.futures import ThreadPoolExecutor  # only with several workers
     with ThreadPoolExecutor(workers) as pool:
         runs = [f.result() for f in [pool.submit(stream, i) for i in range(workers)]]
     nodes = sum(r[2] for r in runs)
