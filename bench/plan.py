@@ -81,6 +81,30 @@ class Plan:
     solvers: list[str] = field(default_factory=list)
     problem: str = DEFAULT_PROBLEM
 
+    def runs_breakdown(self) -> str:
+        """Where the number of runs comes from, e.g. `72 runs = 4 instances x (5 solvers x
+        2 seeds + 8 solvers x 1 seed: compiler, dp, ...)`: a deterministic solver, or one
+        in `one_seed`, runs with the first seed only."""
+        seeds: dict[str, int] = {}  # per solver: the same on every instance
+        for task in self.tasks:
+            if task.instance == self.instances[0]:
+                seeds[task.solver] = seeds.get(task.solver, 0) + 1
+        by_count: dict[int, list[str]] = {}
+        for solver in self.solvers:
+            by_count.setdefault(seeds[solver], []).append(solver)
+        head = f"{_count(len(self.tasks), 'run')} = {_count(len(self.instances), 'instance')} x "
+        if len(by_count) == 1:
+            [(k, names)] = by_count.items()
+            return head + f"{_count(len(names), 'solver')} x {_count(k, 'seed')}"
+        parts = [f"{_count(len(names), 'solver')} x {_count(k, 'seed')}"
+                 + (f": {', '.join(names)}" if k == 1 else "")
+                 for k, names in sorted(by_count.items(), reverse=True)]
+        return head + f"({' + '.join(parts)})"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
 
 def shipped_plans() -> list[str]:
     return sorted(p.stem for p in PLANS_DIR.glob("*.toml"))

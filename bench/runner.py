@@ -94,14 +94,22 @@ def pending(plan: Plan, store: RunStore, resume: bool, retry_failed: bool) -> Ba
 
 
 def run_batch(plan: Plan, batch: Batch, store: RunStore, jobs: int, dask: str | None = None,
-              on_record: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run the batch's tasks, appending each record to the store as it comes in."""
+              on_record: Callable[[dict[str, Any]], None] | None = None,
+              on_start: Callable[[float], None] | None = None) -> list[dict[str, Any]]:
+    """Run the batch's tasks, appending each record to the store as it comes in;
+    `on_start(seconds)` once the kernels are loaded (in that many seconds), before the runs."""
     if not batch.todo:
         return []
     store.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(store.folder / "plan.toml", plan.text, "plan")
+    from memplace.model.core import numba_cache
     from memplace.solvers import load_kernels
-    load_kernels(plan.solvers, plan.problem)  # workers find them cached
+    empty = not numba_cache.has_kernels()
+    seconds = load_kernels(plan.solvers, plan.problem)  # workers find them cached
+    if empty:  # `memplace bench` says how long the last compile took
+        numba_cache.record_compile_seconds(seconds)
+    if on_start is not None:
+        on_start(seconds)
     expected = {task.key for task in batch.todo}
     results = (dask_results(batch.todo, dask, jobs) if dask
                else local_results(batch.todo, jobs))

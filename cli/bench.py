@@ -13,36 +13,59 @@ from memplace.cli.values import JOBS
 
 
 class Progress:
-    """A tqdm bar on a terminal; otherwise one plain line per finished run."""
+    """A tqdm bar on a terminal; otherwise one plain line per finished run. The time
+    left is `TimeLeft`'s estimate, counted from `start()` (the kernels loaded)."""
 
-    def __init__(self, total: int, skipped: int):
-        self.total, self.count, self.began = total, 0, time.perf_counter()
-        self.failed = 0
+    def __init__(self, tasks: list, jobs: int, skipped: int):
+        from memplace.bench.time_left import TimeLeft
+        self.total, self.count, self.failed, self.skipped = len(tasks), 0, 0, skipped
+        self.left = TimeLeft(tasks, jobs)
         self.bar = None
+
+    def start(self, kernel_seconds: float) -> None:
+        """The kernels are loaded (in `kernel_seconds`): the runs begin."""
+        click.echo(f"kernels: ready in {kernel_seconds:.1f} s; running")
+        self.left.start()
         if sys.stderr.isatty():
             from tqdm import tqdm
-            self.bar = tqdm(total=total, unit="run", dynamic_ncols=True, file=sys.stderr,
-                            initial=0, desc=f"runs ({skipped} already done)" if skipped else "runs")
+            self.bar = tqdm(total=self.total, unit="run", dynamic_ncols=True, file=sys.stderr,
+                            desc=f"runs ({self.skipped} already done)" if self.skipped else "runs",
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+                                       "[{elapsed}{postfix}]")
 
     def __call__(self, record: dict[str, Any]) -> None:
         self.count += 1
         self.failed += record["status"] not in ("optimal", "feasible")
+        self.left.finished(record)
+        left = self.left.seconds()
         if self.bar is not None:
-            self.bar.set_postfix_str(f"{record['solver']} on {record['instance']}, "
-                                     f"{self.failed} failed", refresh=False)
+            self.bar.set_postfix_str(f"~{left:.0f}s left; {record['solver']} on "
+                                     f"{record['instance']}, {self.failed} failed", refresh=False)
             self.bar.update(1)
             return
-        elapsed = time.perf_counter() - self.began
-        left = elapsed / self.count * (self.total - self.count)
         what = (f"{record['latency'] * 1e6:.3f} us" if record["latency"] is not None
                 else (record["error"] or "")[:120])
-        click.echo(f"[{self.count}/{self.total} {elapsed:.0f}s, ~{left:.0f}s left] "
+        click.echo(f"[{self.count}/{self.total} {self.left.elapsed():.0f}s, ~{left:.0f}s left] "
                    f"{record['instance']} {record['solver']} seed={record['seed']} "
                    f"{record['status']} {what} ({record['wall_s']:.1f} s)")
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _kernel_notice() -> str:
+    """What happens before the first run: the kernels compile (once per install, into the
+    cache folder) or load from that cache. Reads only the cache folder: it prints at once."""
+    from memplace.model.core import numba_cache
+    folder = numba_cache.cache_dir()
+    if numba_cache.has_kernels():
+        return f"kernels: loading the compiled kernels from the cache in {folder}"
+    last = numba_cache.last_compile_seconds()
+    took = (f"the last compile here took {last:.0f} s" if last is not None
+            else "this takes a few minutes on 2 cores")
+    return (f"kernels: compiling memplace's Numba kernels before the first run, once "
+            f"(cached in {folder}); {took}")
 
 
 @click.command("bench")
@@ -56,6 +79,8 @@ def bench_command(plan_name: str, out: str | None, jobs: int | None, resume: boo
                   retry_failed: bool, dask: str | None) -> None:
     """Run a benchmark PLAN (a shipped plan name or a TOML file; default: quick),
     appending one record per run to runs.jsonl in the output folder."""
+    began = time.perf_counter()
+    click.echo(_kernel_notice())  # first: compiling can take minutes before the first run
     from memplace.bench.plan import load_plan
     from memplace.bench.runner import pending, run_batch
     from memplace.bench.store import RunStore
@@ -64,17 +89,17 @@ def bench_command(plan_name: str, out: str | None, jobs: int | None, resume: boo
     store = RunStore(out or Path("results") / plan.name)  # plans' results side by side
     batch = pending(plan, store, resume or retry_failed, retry_failed)
     seconds = sum(t.time_limit for t in batch.todo)
-    click.echo(f"plan {plan.name}: {len(plan.tasks)} runs ({len(plan.instances)} instances x "
-               f"{len(plan.solvers)} solvers); to run now: {len(batch.todo)} "
+    click.echo(f"plan {plan.name}: {plan.runs_breakdown()}; to run now: {len(batch.todo)} "
                f"(recorded: {batch.done}, failed and not retried: {batch.failed_skipped}); "
                f"at most {seconds / jobs / 60:.1f} min of time limits on {jobs} "
                f"{'Dask workers' if dask else 'workers'}; writing {store.path}")
-    progress = Progress(len(batch.todo), batch.done)
+    progress = Progress(batch.todo, jobs, batch.done)
     try:
-        records = run_batch(plan, batch, store, jobs, dask, on_record=progress)
+        records = run_batch(plan, batch, store, jobs, dask, on_record=progress,
+                            on_start=progress.start)
     finally:
         progress.close()
-    click.echo(f"done: {len(records)} runs in {time.perf_counter() - progress.began:.0f} s, "
+    click.echo(f"done: {len(records)} runs in {time.perf_counter() - began:.0f} s, "
                f"{progress.failed} failed; next: memplace report {store.path}")
 
 

@@ -6,16 +6,55 @@ problems' solver packages so that neither imports the other's modules.
 from __future__ import annotations
 
 import math
+import os
+import sys
+import threading
 import time
 from typing import Any, Callable
 
 import numpy as np
+
+_banner = threading.Lock()
+_banner_printed = False
+
+
+def quiet_banner() -> None:
+    """HiGHS prints its banner and a third-party notice on stdout when the first `Highs`
+    of a process is made, before any option can be set. Make that first one (once per
+    process) with the process's stdout pointed at /dev/null, so no memplace command or
+    worker shows them; later ones print nothing unless their `output_flag` is on."""
+    global _banner_printed
+    with _banner:
+        if _banner_printed:
+            return
+        import highspy
+        sys.stdout.flush()
+        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            highspy.Highs()
+            _flush_c_stdout()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(null)
+        _banner_printed = True
+
+
+def _flush_c_stdout() -> None:
+    """Flush the C library's stdout buffer (a banner buffered there must reach /dev/null)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):  # no C library to reach (not on POSIX)
+        pass
 
 
 def new_highs(threads: int, seed: int, time_limit: float | None, log: bool = False) -> Any:
     """A `highspy.Highs` with the options every solve here sets: quiet unless `log`,
     `threads`, a seed HiGHS accepts, and a time limit when one is given."""
     import highspy
+    quiet_banner()
     h = highspy.Highs()
     h.setOptionValue("output_flag", bool(log))
     h.setOptionValue("threads", int(threads))

@@ -3,6 +3,8 @@ choose which solvers a run needs warm (`load_kernels`): the command line's `solv
 the harness both call it, so neither reaches the other to warm."""
 from __future__ import annotations
 
+import time
+
 from memplace.model import Instance
 from memplace.model.core.search import DEFAULT_PROBLEM
 from memplace.model.warmup import tiny_instance_dict, warmup
@@ -30,16 +32,19 @@ def builtin_solvers(problem_name: str = DEFAULT_PROBLEM) -> list[str]:
             if info.fn.__module__.startswith("memplace.solvers.")]
 
 
-def load_kernels(solvers: list[str], problem: str = DEFAULT_PROBLEM) -> None:
+def load_kernels(solvers: list[str], problem: str = DEFAULT_PROBLEM) -> float:
     """Load the compiled kernels of the model and of the built-in solvers among `solvers`
     from the disk cache now (compiling them if they are not there yet), so that a run's
     clock and trace measure the search, not the loading. A residency solver starts from
-    static solvers' placements (`compiler`, `sa`), so for it every static one is loaded."""
+    static solvers' placements (`compiler`, `sa`), so for it every static one is loaded.
+    Returns the seconds it took."""
+    began = time.perf_counter()
     warmup()
     builtin = builtin_solvers()  # the static problem's
     names = [name for name in solvers if name in builtin] if problem == DEFAULT_PROBLEM else builtin
     if names:  # (an empty list would mean every registered solver)
         warm_solvers(names)
+    return time.perf_counter() - began
 
 
 def _warm_packers() -> None:

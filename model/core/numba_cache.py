@@ -93,4 +93,35 @@ def cache_dir() -> Path:
     return Path(os.environ.get(ENV) or configure())
 
 
+
+def has_kernels() -> bool:
+    """Whether the cache folder holds compiled kernels already (Numba's index files)."""
+    folder = cache_dir()
+    return folder.is_dir() and next(folder.rglob("*.nbi"), None) is not None
+
+
+def _compile_log() -> Path:
+    """Where the seconds of the last compile into an empty cache are kept: beside the
+    per-source folders, so a new version of memplace can say how long the last took."""
+    import platformdirs
+    return Path(platformdirs.user_cache_dir("memplace")) / "compile-seconds.txt"
+
+
+def record_compile_seconds(seconds: float) -> None:
+    """Keep how long compiling into an empty cache took (best effort: never fails)."""
+    try:
+        _compile_log().parent.mkdir(parents=True, exist_ok=True)
+        _compile_log().write_text(f"{seconds:.1f}\n", encoding="utf-8")
+    except OSError:
+        pass
+
+
+def last_compile_seconds() -> float | None:
+    """The seconds the last compile into an empty cache took, if one was recorded."""
+    try:
+        return float(_compile_log().read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 configure()

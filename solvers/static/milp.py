@@ -32,6 +32,7 @@ import numpy as np
 
 from memplace.model import latency
 from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.highs import quiet_banner
 from memplace.solvers.static.milp_highs import formulate, run_highs
 from memplace.solvers.static.placements import best_start, offer_valid
 
@@ -236,6 +237,7 @@ def _solve_pyomo(ctx, form, warm, gap, threads, time_limit, log):
         m.time[k].set_value(float(start[form.n_binaries + j]))
     for j, l in enumerate(form.load_levels.tolist()):
         m.weight_load[l].set_value(float(start[form.n_binaries + form.mixed_ops.size + j]))
+    quiet_banner()  # appsi makes its own highspy.Highs
     opt = Highs()
     opt.config.load_solution = False
     opt.config.warmstart = True

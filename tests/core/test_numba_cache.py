@@ -88,3 +88,12 @@ def test_warmup_compiles_the_residency_simulator_too(tmp_path):
             "             k.try_change_kernel, k.replay_kernel, k.encode_kernel) if f.signatures))")
     assert _python(code) == str(sorted(["run_kernel", "batch_kernel", "change_kernel",
                                         "try_change_kernel", "replay_kernel", "encode_kernel"]))
+
+
+def test_the_cache_says_whether_it_holds_kernels_and_how_long_the_last_compile_took(tmp_path):
+    code = ("from memplace.model.core import numba_cache as c\n"
+            "print(c.has_kernels(), c.last_compile_seconds())\n"
+            "(c.cache_dir() / 'x.nbi').write_bytes(b'')\n"
+            "c.record_compile_seconds(74.56)\n"
+            "print(c.has_kernels(), c.last_compile_seconds())\n")
+    assert _python(code, XDG_CACHE_HOME=str(tmp_path)).splitlines() == ["False None", "True 74.6"]
