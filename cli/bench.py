@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from memplace.cli.values import JOBS
+from memplace.cli.values import JOBS, microseconds
 
 
 class Progress:
@@ -43,7 +43,7 @@ class Progress:
                                      f"{record['instance']}, {self.failed} failed", refresh=False)
             self.bar.update(1)
             return
-        what = (f"{record['latency'] * 1e6:.3f} us" if record["latency"] is not None
+        what = (microseconds(record['latency']) if record["latency"] is not None
                 else (record["error"] or "")[:120])
         click.echo(f"[{self.count}/{self.total} {self.left.elapsed():.0f}s, ~{left:.0f}s left] "
                    f"{record['instance']} {record['solver']} seed={record['seed']} "
