@@ -43,6 +43,8 @@ DOORS = {door.name: door for door in [
          "Certified gap of a residency program: search and bound"),
     Door("evaluate", "memplace.cli.model:evaluate_command",
          "Print a solution's validity and recomputed latency"),
+    Door("explain", "memplace.cli.explain:explain_command",
+         "Which tensor went where and when, by the model's own names"),
     Door("import", "memplace.cli.onnx_import:import_command",
          "Import an ONNX model as an instance file"),
     Door("import-perf", "memplace.cli.onnx_import:import_perf_command",
