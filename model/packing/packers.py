@@ -131,7 +131,19 @@ def _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit):
 
 @register("exact-search")
 def _exact_search_only(sizes, lowers, uppers, aligns, capacity, time_limit):
-    """The canonical-packing search alone (no heuristic shortcut), for benchmarking it."""
+    """The canonical-packing search alone (no heuristic shortcut), for benchmarking it.
+
+    Past EXACT_PAIRS overlapping pairs its memory would grow with them, so the
+    randomised heuristic orders try instead, within the time limit (20 s without one):
+    "timeout" (or "failed" without a time limit) when none packs, which proves nothing."""
+    if _overlapping_pairs(lowers, uppers) > EXACT_PAIRS:
+        budget = time_limit if time_limit is not None else CLIMB_PROBE_S * 10
+        best = np.full(sizes.size, -1, np.int64)
+        best, _ = _reorder_heuristics(sizes, lowers, uppers, aligns, best, 0,
+                                      time.perf_counter() + budget, capacity=capacity)
+        if (best >= 0).all():
+            return "packed", best, 0
+        return ("timeout" if time_limit is not None else "failed"), best, 0
     code, offsets, nodes = pack_exact.exact_offsets(sizes, lowers, uppers, aligns, capacity,
                                                     time_limit)
     return _STATUS[code], offsets, nodes
@@ -413,14 +425,16 @@ def _overlapping_pairs(lowers: np.ndarray, uppers: np.ndarray) -> int:
     return int((n - 1 - before - after).sum())
 
 
-def _reorder_heuristics(sizes, lowers, uppers, aligns, best, bound, deadline, seed=SEARCH_SEED
-                        ) -> tuple[np.ndarray, int]:
+def _reorder_heuristics(sizes, lowers, uppers, aligns, best, bound, deadline, seed=SEARCH_SEED,
+                        capacity=None) -> tuple[np.ndarray, int]:
     """An anytime search for large traces: first fit and best fit over randomly perturbed
     priority orders (size, length or area times log-normal noise), each run asked to pack
     one byte under the best height so far; the best packing is kept. Memory O(n), each try
     O(n log n). Returns (offsets, tries)."""
     rng = np.random.default_rng(seed)
-    height = _height(sizes, best)
+    # with `capacity`, `best` may be unplaced: stop at the first packing within it
+    height = capacity + 1 if capacity is not None and (best < 0).any() else _height(sizes, best)
+    bound = max(bound, height - 1) if capacity is not None and (best < 0).any() else bound
     keys = (sizes.astype(float), (uppers - lowers).astype(float),
             sizes.astype(float) * (uppers - lowers))
     tries = 0
