@@ -116,9 +116,15 @@ def _first_fit(sizes, lowers, uppers, aligns, capacity, time_limit):
 
 @register("best-heuristic")
 def _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit):
-    """The lowest packing among the compiler heuristics (first one that packs, by height)."""
+    """The lowest packing among the compiler heuristics (first one that packs, by height).
+
+    With a time limit, the heuristics left are skipped once it has passed and one packs
+    (each is O(n log n) plus the overlapping pairs: seconds on traces of 10^5 buffers)."""
     best = None
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     for which in HEURISTICS.values():
+        if best is not None and deadline is not None and time.perf_counter() > deadline:
+            break
         offsets = heuristic_offsets(sizes, lowers, uppers, aligns, np.int64(capacity), which)
         if (offsets >= 0).all():
             h = _height(sizes, offsets)
@@ -384,7 +390,7 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
         return {"packed": pack_exact.PACKED, "infeasible": pack_exact.INFEASIBLE,
                 "timeout": pack_exact.TIME_LIMIT}[status], offsets, nodes
 
-    status, best, _ = _run(buffers, limit, "best-heuristic", None)
+    status, best, _ = _run(buffers, limit, "best-heuristic", time_limit)
     nodes = 0
     if status != "packed":
         code, best, nodes = solve(limit, time_limit)
