@@ -8,6 +8,11 @@ the model (the packing library, the errors) does not import Numba and its kernel
 from memplace.model.core import numba_cache  # noqa: F401  isort: skip
 import importlib
 
+# Bound now, not on first use: a submodule has the same name, and importing it (as
+# `from memplace.model.warmup import tiny_instance_dict` does) would leave the package's
+# `warmup` bound to the module, never reaching __getattr__. The module imports nothing heavy.
+from memplace.model.warmup import warmup
+
 _HOMES = {
     "capacity_ok": "memplace.model.static.cost", "latency": "memplace.model.static.cost",
     "latency_batch": "memplace.model.static.cost", "load_profile": "memplace.model.static.cost",
@@ -19,12 +24,12 @@ _HOMES = {
     "repair_latency_batch": "memplace.model.static.rectification",
     "Solution": "memplace.model.static.solution",
     "placement_errors": "memplace.model.static.solution",
-    "validate": "memplace.model.static.solution", "warmup": "memplace.model.warmup",
+    "validate": "memplace.model.static.solution",
     "validate_solution_file": "memplace.model.solution_files",
     "STATIC": "memplace.model.static.problem", "Placed": "memplace.model.static.problem",
 }
 
-__all__ = list(_HOMES)
+__all__ = [*_HOMES, "warmup"]
 
 
 def __getattr__(name: str):

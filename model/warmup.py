@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 
 def tiny_instance_dict() -> dict:
     """A three-op, two-level instance with an addressed level: enough to touch every kernel."""
@@ -33,6 +31,8 @@ def tiny_instance_dict() -> dict:
 
 def warmup() -> float:
     """Compile (or load from the disk cache) every kernel; return the seconds it took."""
+    import numpy as np
+
     from memplace.model.static import cost, rectification
     from memplace.model.instance import Instance
 
