@@ -118,18 +118,26 @@ def _first_fit(sizes, lowers, uppers, aligns, capacity, time_limit):
 def _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit):
     """The lowest packing among the compiler heuristics (first one that packs, by height).
 
-    With a time limit, the heuristics left are skipped once it has passed and one packs
+    It stops at a packing as low as the peak live size (nothing is lower). With a time
+    limit, once one packs, a heuristic that would likely end past the limit is skipped
     (each is O(n log n) plus the overlapping pairs: seconds on traces of 10^5 buffers)."""
     best = None
     deadline = None if time_limit is None else time.perf_counter() + time_limit
+    peak = None
+    took = 0.0
     for which in HEURISTICS.values():
-        if best is not None and deadline is not None and time.perf_counter() > deadline:
-            break
+        if best is not None and deadline is not None and time.perf_counter() + took > deadline:
+            break  # the next heuristic would likely overrun the limit
+        began = time.perf_counter()
         offsets = heuristic_offsets(sizes, lowers, uppers, aligns, np.int64(capacity), which)
+        took = time.perf_counter() - began
         if (offsets >= 0).all():
             h = _height(sizes, offsets)
             if best is None or h < best[0]:
                 best = (h, offsets)
+            peak = _peak(sizes, lowers, uppers) if peak is None else peak
+            if h <= peak:
+                break  # at the peak live size: no packing is lower
     if best is None:
         return "failed", np.full(sizes.size, -1, np.int64), 0
     return "packed", best[1], 0
