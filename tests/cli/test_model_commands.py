@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -39,6 +40,20 @@ def test_solve_evaluate_and_validate_print_the_latency_in_the_same_unit(tmp_path
     assert {unit for _, unit in printed.values()} == {"µs"}
     for command, (value, _) in printed.items():
         assert float(value) == pytest.approx(seconds * 1e6, abs=5e-4), command
+
+
+def test_solve_prints_speedups_that_are_the_ratios_of_the_latencies_it_prints():
+    """With a solver other than the baseline, so that the ratio is not 1 by construction."""
+    result = _run("solve", "resnet50@nnpi", "--solver", "greedy-size")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    latency = float(re.search(r"^latency +([\d.]+) µs$", out, re.M)[1])
+    for role, solver in (("slowest", "all-slowest"), ("baseline", "compiler")):
+        speedup, named, reference = re.search(
+            rf"^speedup vs {role} +([\d.]+)x +\((\S+?),.*: ([\d.]+) µs\)$", out, re.M).groups()
+        assert named == solver
+        assert float(speedup) == pytest.approx(float(reference) / latency, abs=1e-4), role
+    assert float(re.search(r"speedup vs baseline ([\d.]+)x", out)[1]) != 1.0  # a real ratio
 
 
 def test_validate_exits_1_with_the_reason_when_the_claim_is_wrong(tmp_path):
