@@ -85,6 +85,8 @@ DOORS = {door.name: door for door in [
          "Recompile the committed JAX programs and their files"),
     Door("xla-table", "memplace.cli.xla_import:xla_table_command",
          "Write the XLA comparison tables from bench runs"),
+    Door("zoo", "memplace.cli.zoo:zoo_group",
+         "Real models exported from PyTorch: list, table, export"),
 ]}
 
 

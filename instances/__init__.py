@@ -1,11 +1,13 @@
 """Benchmark instances: workload generators, hardware presets, synthetic DAGs, the
-committed instance files and loading them by name."""
+committed instance files (generated ones and the zoo of imported real models) and
+loading them by name."""
 from memplace.instances.catalog import (COMMITTED, DATA_DIR, RESIDENCY_SET, WORKLOADS,
                                         build_instance, builtin_names, builtin_path,
                                         committed_specs, dumps, load, regenerate,
                                         residency_names, workload)
 from memplace.instances.hardware import HARDWARE, hardware_preset
 from memplace.instances.synthetic import synthetic_workload
+from memplace.instances.zoo import zoo_names
 
 # The ONNX importer needs the optional extra `memplace[onnx]`: loaded on first use.
 _ONNX_NAMES = ("from_onnx", "to_onnx", "save_onnx")
@@ -21,5 +23,5 @@ def __getattr__(name: str):
 __all__ = [
     "COMMITTED", "DATA_DIR", "HARDWARE", "RESIDENCY_SET", "WORKLOADS", "build_instance",
     "builtin_names", "builtin_path", "committed_specs", "dumps", "hardware_preset", "load",
-    "regenerate", "residency_names", "synthetic_workload", "workload",
+    "regenerate", "residency_names", "synthetic_workload", "workload", "zoo_names",
 ]

@@ -4,6 +4,9 @@ the committed benchmark instances under `instances/data/`, and loading by name.
 A built-in instance is named `workload@hardware` (e.g. `resnet50@nnpi`) and is a
 committed file `instances/data/NAME.json`; `regenerate()` rewrites every such file
 from the generators, so the files are always what the code makes (a test checks).
+Real models exported from PyTorch and imported (`memplace.instances.zoo`) are named
+`zoo/MODEL@HARDWARE` and live in `instances/data/zoo/`; `load` finds them by that name,
+`builtin_names` does not list them (they are not generated).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from memplace.instances.cnn import efficientnet_b0, mobilenetv2, resnet, unet, v
 from memplace.instances.hardware import HARDWARE, STATIC_PRESETS, hardware_preset
 from memplace.instances.synthetic import synthetic_workload
 from memplace.instances.transformer import bert_base, gpt2, vit_b16
+from memplace.instances.zoo.index import PREFIX, zoo_names, zoo_path
 from memplace.model import Instance
 from memplace.model.instance import FORMAT, dumps
 from memplace.model.core.errors import MemplaceError
@@ -158,13 +162,18 @@ def xla_names() -> list[str]:
 
 
 def builtin_path(name: str) -> Path:
-    """The file of a built-in instance (or a committed XLA program), or the path itself if
-    `name` is an existing file."""
+    """The file of a built-in instance (or a committed XLA program, or a zoo instance such
+    as `zoo/resnet18@nnpi`), or the path itself if `name` is an existing file."""
     for folder in (DATA_DIR, XLA_DIR):
         path = folder / f"{name}.json"
         if "/" not in name and path.is_file():
             return path
     candidate = Path(name)
+    zoo = zoo_path(name)
+    if zoo is not None and not candidate.exists():
+        return zoo
+    if name.startswith(PREFIX) and not candidate.exists():
+        raise _unknown("zoo instance", name, zoo_names())
     if candidate.exists() or "/" in name or name.endswith(".json"):
         return candidate  # a path: loading it names what is wrong (a folder, no such file)
     raise _unknown("instance", name, builtin_names() + xla_names())
