@@ -48,8 +48,9 @@ def table_command(output: str) -> None:
 @click.option("--timeout", type=float, default=1800.0, show_default=True,
               help="seconds for one export")
 @click.option("--force", is_flag=True, help="export again even where a record exists")
+@click.option("--import-only", is_flag=True, help="only import again the models already exported")
 def export_command(models: tuple[str, ...], onnx_dir: str | None, data_dir: str | None,
-                   hardware: str, timeout: float, force: bool) -> None:
+                   hardware: str, timeout: float, force: bool, import_only: bool) -> None:
     """Export the zoo's models with both PyTorch exporters, import them, write the instances
     and the index (needs torch, torchvision, timm, transformers: pip install 'memplace[zoo]')."""
     import importlib.util
@@ -63,7 +64,7 @@ def export_command(models: tuple[str, ...], onnx_dir: str | None, data_dir: str 
                             f"'memplace[zoo]' ({', '.join(missing)} missing)")
     export_zoo(list(models) or list(MODELS), Path(onnx_dir) if onnx_dir else default_onnx_dir(),
                Path(data_dir) if data_dir else ZOO_DIR, hardware, timeout, force,
-               log=lambda line: click.echo(line))
+               log=lambda line: click.echo(line), export=not import_only)
 
 
 COMMANDS = [zoo_group]

@@ -119,14 +119,17 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def run_export(name: str, exporter: str, onnx_dir: Path, timeout: float,
-               force: bool) -> dict[str, Any]:
-    """The record of (name, exporter): reused if present, else made by a child process."""
+               force: bool, export: bool = True) -> dict[str, Any] | None:
+    """The record of (name, exporter): reused if present, else made by a child process
+    (or None when `export` is false)."""
     from memplace.model.core.reading import read_json
     record_path = onnx_dir / f"{name}.{exporter}.json"
     if record_path.is_file() and not force:
         record = read_json(record_path, "export record")
         if record.get("status") != "ok" or Path(record["path"]).is_file():
             return record
+    if not export:
+        return None
     record_path.unlink(missing_ok=True)
     log = onnx_dir / f"{name}.{exporter}.log"
     began = time.perf_counter()
@@ -187,9 +190,9 @@ def import_record(record: dict[str, Any], hardware: str) -> dict[str, Any]:
 
 
 def export_model(name: str, onnx_dir: Path, data_dir: Path, hardware: str, timeout: float,
-                 force: bool, log: Any = print) -> dict[str, Any]:
+                 force: bool, log: Any = print, export: bool = True) -> dict[str, Any] | None:
     """Export `name` with both exporters, import each, write the chosen instance; returns
-    the model's index entry."""
+    the model's index entry (None if `export` is false and an export was never run)."""
     from memplace.instances.catalog import dumps
     from memplace.instances.zoo.models import MODELS
     from memplace.model.core.files import write_atomically
@@ -198,7 +201,9 @@ def export_model(name: str, onnx_dir: Path, data_dir: Path, hardware: str, timeo
                              "inputs": model.inputs, "exporters": {}}
     chosen = None
     for exporter in EXPORTERS:
-        record = run_export(name, exporter, onnx_dir, timeout, force)
+        record = run_export(name, exporter, onnx_dir, timeout, force, export)
+        if record is None:
+            return None
         outcome = {k: record[k] for k in ("status", "error", "seconds", "opset", "onnx_nodes")
                    if k in record}
         if record["status"] == "ok":
@@ -224,8 +229,9 @@ def export_model(name: str, onnx_dir: Path, data_dir: Path, hardware: str, timeo
 
 def export_zoo(names: list[str], onnx_dir: Path, data_dir: Path, hardware: str = "nnpi",
                timeout: float = DEFAULT_TIMEOUT, force: bool = False,
-               log: Any = print) -> dict[str, Any]:
-    """Export, import and index `names` (other models already in the index are kept)."""
+               log: Any = print, export: bool = True) -> dict[str, Any]:
+    """Export, import and index `names` (other models already in the index are kept).
+    With `export` false, only models already exported are imported again."""
     from memplace.instances.zoo.models import MODELS
     unknown = [n for n in names if n not in MODELS]
     if unknown:
@@ -233,9 +239,13 @@ def export_zoo(names: list[str], onnx_dir: Path, data_dir: Path, hardware: str =
     onnx_dir.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
     index = read_index(data_dir)
-    entries = {e["name"]: e for e in index["models"]}
     for name in names:
-        entries[name] = export_model(name, onnx_dir, data_dir, hardware, timeout, force, log)
+        entry = export_model(name, onnx_dir, data_dir, hardware, timeout, force, log, export)
+        if entry is None:
+            continue
+        # read again: another run may have indexed other models meanwhile
+        entries = {e["name"]: e for e in read_index(data_dir)["models"]}
+        entries[name] = entry
         index = {"format": INDEX_FORMAT, "hardware": hardware,
                  "updated": datetime.date.today().isoformat(),
                  "command": "python -m memplace.instances.zoo.export",
@@ -256,6 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help="seconds for one export")
     parser.add_argument("--force", action="store_true", help="export again even if recorded")
+    parser.add_argument("--import-only", action="store_true",
+                        help="only import again the models already exported")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "EXPORTER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.environ.update(OFFLINE)
@@ -266,7 +278,8 @@ def main(argv: list[str] | None = None) -> None:
     from memplace.instances.zoo.models import MODELS
     try:
         export_zoo(args.model or list(MODELS), onnx_dir, args.data_dir, args.hardware,
-                   args.timeout, args.force, log=lambda line: print(line, flush=True))
+                   args.timeout, args.force, log=lambda line: print(line, flush=True),
+                   export=not args.import_only)
     except MemplaceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

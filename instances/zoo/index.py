@@ -88,14 +88,14 @@ def write_table(path: Path, data_dir: Path = ZOO_DIR) -> str:
     from memplace.model.core.files import write_atomically
     index = read_index(data_dir)
     committed = sum(1 for e in index["models"] if e.get("file"))
-    text = (f"# The zoo: real models imported on `{index.get('hardware', '-')}`\n\n"
-            f"Written by `memplace zoo table` from `instances/data/zoo/{INDEX_NAME}` "
-            f"(exported {index.get('updated', '-')}): {committed} of {len(index['models'])} "
-            "models committed. Sizes are the imported instance's: weights and activations "
-            "are the summed sizes of its weight and activation tensors; ops are after "
-            "fusion at a compiler's granularity. `dynamo` and `torchscript` give each "
-            "exporter's outcome; `exporter` is the one whose export the committed "
-            "instance comes from.\n\n" + table(index))
+    text = (f"Real models imported on `{index.get('hardware', '-')}`, written by "
+            f"`memplace zoo table` from `instances/data/zoo/{INDEX_NAME}` (exported "
+            f"{index.get('updated', '-')}): {committed} of {len(index['models'])} models "
+            "committed. Sizes are the imported instance's: weights and activations are the "
+            "summed sizes of its weight and activation tensors; ops are after fusion at a "
+            "compiler's granularity. `dynamo` and `torchscript` give each exporter's outcome; "
+            "`exporter` is the one whose export the committed instance comes from.\n\n"
+            + table(index))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, text, "zoo table")
     return text
