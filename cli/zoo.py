@@ -65,6 +65,3 @@ def export_command(models: tuple[str, ...], onnx_dir: str | None, data_dir: str 
     export_zoo(list(models) or list(MODELS), Path(onnx_dir) if onnx_dir else default_onnx_dir(),
                Path(data_dir) if data_dir else ZOO_DIR, hardware, timeout, force,
                log=lambda line: click.echo(line), export=not import_only)
-
-
-COMMANDS = [zoo_group]
