@@ -1,0 +1,53 @@
+"""`memplace lib score`: submissions validated against the library, never trusted."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from click.testing import CliRunner
+
+from memplace.bench.library.score import score, summary
+from memplace.cli.main import main
+from memplace.instances.library import read_library
+
+
+def _submission(lib, folder):
+    folder.mkdir()
+    for e in lib.entries:
+        suffix = ".csv" if e.problem == "packing" else ".json"
+        name = e.name if e.problem == "packing" else f"{e.problem}-{e.name}"
+        shutil.copyfile(lib.path(e.best["file"]), folder / f"{name}{suffix}")
+    return folder
+
+
+def test_best_known_scores_its_own_speedup_and_zero_gap(small_library, tmp_path):
+    lib = read_library(small_library)
+    scores = score(lib, _submission(lib, tmp_path / "sub"))
+    assert len(scores) == 3 and all(s.objective is not None for s in scores)
+    for s in scores:
+        assert s.speedup == s.entry.default["objective"] / s.entry.best["objective"]
+        assert s.gap(s.entry.best["objective"]) == 0.0
+    assert summary(scores)["packing"]["valid"] == 1
+
+
+def test_an_invalid_solution_scores_as_the_default_and_says_why(small_library, tmp_path):
+    lib = read_library(small_library)
+    folder = _submission(lib, tmp_path / "sub")
+    static = next(folder.glob("static-*.json"))
+    data = json.loads(static.read_text())
+    data["latency"] *= 0.5  # a claim the checker recomputes
+    static.write_text(json.dumps(data))
+    s = next(s for s in score(lib, folder) if s.entry.problem == "static")
+    assert s.objective is None and s.speedup == 1.0 and "latency" in s.error
+
+
+def test_score_command_prints_the_table_and_refuses_a_missing_folder(small_library, tmp_path):
+    lib = read_library(small_library)
+    folder = _submission(lib, tmp_path / "sub")
+    runner = CliRunner()
+    ok = runner.invoke(main, ["lib", "score", "--lib", str(small_library), str(folder)])
+    assert ok.exit_code == 0, ok.output
+    assert "geomean speedup over default" in ok.output and "static/vgg16@nnpi" in ok.output
+    bad = runner.invoke(main, ["lib", "score", "--lib", str(small_library), str(tmp_path / "none")])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert bad.output.strip().splitlines()[-1].startswith("error: ")
