@@ -209,7 +209,13 @@ def resolve_instances(entries: list[str], base: Path) -> list[str]:
     names = builtin_names()
     out: list[str] = []
     for entry in entries:
-        if "/" in entry or entry.endswith(".json"):
+        if entry.startswith("memplace-lib/"):  # a library's split: its program instances
+            from memplace.instances.library import instance_set
+            try:
+                found = [str(s) for s in instance_set(entry)]
+            except MemplaceError as exc:
+                raise PlanError(f"instances entry {entry!r}: {exc}") from None
+        elif "/" in entry or entry.endswith(".json"):
             file = (base / entry).resolve()
             if not file.is_file():
                 raise PlanError(f"instance file {entry!r} not found (looked at {file})")

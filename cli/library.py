@@ -188,6 +188,28 @@ def site_command(version: str, out_dir: str) -> None:
     click.echo(f"wrote {index}")
 
 
+@lib_group.command("drop-ties")
+@LIB_OPTION
+def drop_ties_command(version: str) -> None:
+    """Leave out the entries whose default is proven optimal (every solver ties with it),
+    recording the reason in the manifest."""
+    from memplace.bench.library.improve import drop_ties
+    for line in drop_ties(_read(version)):
+        click.echo(line)
+
+
+@lib_group.command("freeze")
+@LIB_OPTION
+def freeze_command(version: str) -> None:
+    """Mark a version frozen and print its content hash (pin it in
+    memplace.instances.library.FROZEN: a test then fails if any file changes)."""
+    from memplace.bench.library.store import freeze
+    from memplace.instances.library import content_hash
+    lib = _read(version)
+    freeze(lib)
+    click.echo(f"{lib.name} frozen; content hash {content_hash(lib.folder)}")
+
+
 @lib_group.command("build")
 @click.argument("version", type=int)
 def build_command(version: int) -> None:

@@ -199,9 +199,11 @@ def read_library(version: int | str | Path = LATEST) -> Library:
     entries = []
     for raw in manifest.get("entries", []):
         try:
+            # the entry's dicts and lists are the manifest's own: what a writer changes in
+            # them is what it saves
             entries.append(Entry(raw["id"], raw["problem"], raw["instance"], raw["name"],
                                  raw["sha256"], raw["split"], int(raw.get("ops", 0)),
-                                 raw["default"], raw["best"], list(raw.get("bounds", [])), raw))
+                                 raw["default"], raw["best"], raw.setdefault("bounds", []), raw))
         except KeyError as exc:
             raise MemplaceError(f"{manifest_path}: entry {raw.get('id', '?')!r} has no "
                                 f"{exc.args[0]!r}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memplace.bench.library import improve, store
+from memplace.instances.library import read_library
 from memplace.model.packing import BENCHMARKS
 
 INSTANCE = "vgg16@nnpi"
@@ -17,7 +18,8 @@ def small_library(tmp_path_factory):
     improve.add_instance(lib, INSTANCE)
     improve.add_packing(lib, BENCHMARKS / "minimalloc" / "examples" / "input.12.csv", "example-12",
                         "example-12", capacity=12)
-    improve.improve(lib, 1.0, echo=lambda line: None)
+    # improve a library read back from its files, as 'memplace lib improve' does
+    improve.improve(read_library(folder), 1.0, echo=lambda line: None)
     return folder
 
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from memplace.bench.library import store
 from memplace.bench.library.verify import verify
 from memplace.instances import load
 from memplace.instances.library import read_library, split_of
@@ -93,3 +94,15 @@ def test_verify_rejects_an_instance_that_changed(small_library, tmp_path):
     reports, _ = verify(read_library(folder))
     errors = [e for r in reports for e in r.errors]
     assert any("has changed" in e for e in errors)
+
+
+def test_what_is_recorded_in_a_library_read_from_files_is_saved(small_library, tmp_path):
+    folder = _copy(small_library, tmp_path)
+    lib = read_library(folder)
+    entry = lib.entry("static/" + INSTANCE)
+    prov = store.provenance("milp", {}, 0, 1.0, 0.5)
+    assert store.record_bound(lib, entry, entry.best["objective"] * 0.999, "branch-and-bound", prov,
+                              label="test")
+    store.save(lib)
+    again = read_library(folder).entry("static/" + INSTANCE)
+    assert "test" in [b["label"] for b in again.bounds if b["kind"] == "branch-and-bound"]

@@ -43,3 +43,11 @@ def test_environments_sample_from_a_library_split():
             assert info["instance"] in names
     finally:
         env.close()
+
+
+def test_library_plans_run_on_the_library_test_split():
+    from memplace.bench.plan import load_plan
+    names = {e.name for e in read_library(1).split("test") if e.problem != "packing"}
+    for plan, problem in (("library", "static"), ("library-residency", "residency")):
+        loaded = load_plan(plan)
+        assert {t.instance for t in loaded.tasks} == names, plan
