@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import shutil
 
-from click.testing import CliRunner
+import subprocess
+import sys
 
 from memplace.bench.library.score import score, summary
-from memplace.cli.main import main
 from memplace.instances.library import read_library
 
 
@@ -44,10 +44,13 @@ def test_an_invalid_solution_scores_as_the_default_and_says_why(small_library, t
 def test_score_command_prints_the_table_and_refuses_a_missing_folder(small_library, tmp_path):
     lib = read_library(small_library)
     folder = _submission(lib, tmp_path / "sub")
-    runner = CliRunner()
-    ok = runner.invoke(main, ["lib", "score", "--lib", str(small_library), str(folder)])
-    assert ok.exit_code == 0, ok.output
-    assert "geomean speedup over default" in ok.output and "static/vgg16@nnpi" in ok.output
-    bad = runner.invoke(main, ["lib", "score", "--lib", str(small_library), str(tmp_path / "none")])
-    assert bad.exit_code == 2 and "Traceback" not in bad.output
-    assert "error: " in bad.output and "not a folder of solution files" in bad.output
+    memplace = [sys.executable, "-m", "memplace.cli"]
+    ok = subprocess.run(memplace + ["lib", "score", "--lib", str(small_library), str(folder)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "geomean speedup over default" in ok.stdout and "static/vgg16@nnpi" in ok.stdout
+    bad = subprocess.run(memplace + ["lib", "score", "--lib", str(small_library),
+                                     str(tmp_path / "none")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "not a folder of solution files" in bad.stderr
