@@ -53,20 +53,45 @@ def test_dp_equals_milp_on_chains_at_fine_discretisation(seed):
     assert dp.notes["dp_latency"] == pytest.approx(dp.latency, rel=1e-9)
 
 
+CHAIN_OPTIMUM = 5.030990703998506e-06  # of chain_instance_dict(2025, n_ops=8, tight=0.30078125)
+
+
+def _early_stop_chain() -> Instance:
+    return Instance.from_dict(chain_instance_dict(2025, n_ops=8, tight=0.30078125))
+
+
 def test_milp_optimum_on_a_chain_where_highs_alone_stopped_early():
-    # HiGHS 1.15.1 from the heuristic start reported "Optimal" at 5.03287e-06 here;
-    # the exact DP (and HiGHS without the start) find 5.03099e-06.
-    inst = Instance.from_dict(chain_instance_dict(2025, n_ops=8, tight=0.30078125))
+    # HiGHS 1.15.1 from the heuristic start reported "Optimal" at 5.03287e-06 here (1.16
+    # does not); with the verification milp returns the optimum on every version.
+    inst = _early_stop_chain()
     dp = solve(inst, "dp", time_limit=30, buckets=FINE, max_keys=10**4, max_labels=10**4)
     exact = solve(inst, "milp", time_limit=30)
     assert dp.notes["exact"]
-    assert dp.latency == pytest.approx(5.030990703998506e-06, rel=1e-12)
+    assert dp.latency == pytest.approx(CHAIN_OPTIMUM, rel=1e-12)
     assert exact.latency == pytest.approx(dp.latency, rel=1e-9)
     assert exact.lower_bound <= dp.latency * (1 + 1e-9)
     assert exact.status == "optimal"
-    # the verification is what caught 1.15.1's early stop; HiGHS 1.16 no longer stops early
-    if _highs_version() < (1, 16):
-        assert exact.notes["verify_disagrees"]
+
+
+def test_milp_verification_catches_a_claimed_optimum_above_the_optimum(monkeypatch):
+    """HiGHS 1.15.1's early stop made deterministic on every version: the first solve
+    claims its warm start optimal (bound = its latency, as 1.15.1 did at 5.03287e-06);
+    the re-solve without the start must disagree and the optimum must be returned."""
+    from memplace.model import latency
+    from memplace.solvers.static import milp
+    inst = _early_stop_chain()
+
+    def claims_its_start_optimal(ctx, form, warm, gap, threads, time_limit, log):
+        return None, latency(ctx.instance, warm), "Optimal"
+    monkeypatch.setattr(milp, "_solve_highspy", claims_its_start_optimal)
+    warm, _ = milp.best_start(inst)
+    assert latency(inst, warm) > CHAIN_OPTIMUM * (1 + 1e-6)  # the claim is wrong
+    exact = solve(inst, "milp", time_limit=30)
+    assert exact.notes["verify_disagrees"] and exact.notes["highs_status"] == "Optimal"
+    assert exact.latency == pytest.approx(CHAIN_OPTIMUM, rel=1e-9)
+    assert exact.lower_bound <= exact.latency * (1 + 1e-9) and exact.status == "optimal"
+    unverified = solve(inst, "milp", time_limit=30, verify=False)
+    assert unverified.latency == pytest.approx(latency(inst, warm), rel=1e-12)  # what it would return
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,6 +137,3 @@ def test_coarse_buckets_are_reported_as_rounding():
     assert dp.status == "feasible" and dp.lower_bound is None
 
 
-def _highs_version() -> tuple[int, ...]:
-    from importlib.metadata import version
-    return tuple(int(x) for x in version("highspy").split(".")[:2])
