@@ -128,8 +128,10 @@ class _Emitter:
             typed = next((m for m in group.nodes if lowered.op_types[m] not in ("Cast", "CastLike")),
                          group.anchor)
             typed_ins = self._shapes(typed)[0] if lowered.op_types[typed] == "Conv" else []
+            # every fused node's own name is kept (unknown keys are provenance, spec section 2)
+            fused = [lowered.nodes[m].name or lowered.nodes[m].output[0] for m in group.nodes]
             self.ops.append({"name": unique, "type": _op_type(lowered.nodes[typed], typed_ins),
-                             "flops": flops})
+                             "flops": flops, "nodes": fused})
             for value in group.outputs:
                 self._access(value, "activation", k, k, self.size(value))
                 produced.add(value)

@@ -107,3 +107,5 @@ def test_an_imported_model_is_explained_by_its_onnx_names(tmp_path):
     names = [line.split()[0] for line in out.splitlines()[5:]]
     assert names == ["input", "fc.weight", "act", "head.weight", "logits"]
     assert "my_fc" in out and "my_head" in out  # ops by their node names
+    ops = json.loads(inst_path.read_text())["workload"]["ops"]
+    assert [op["nodes"] for op in ops] == [["my_fc", "my_relu"], ["my_head"]]  # fused names kept

@@ -1,6 +1,6 @@
-"""Residency metaheuristics (`sa`, `ga`, `hybrid`): valid output, never worse than their msa
-seed, deterministic under a seed, and the annealer's incremental latency equal to a full
-simulation after every kept move."""
+"""Residency metaheuristics (`sa`, `ga`, `hybrid`): valid output, a search that improves on
+its msa start where msa is beatable, deterministic under a seed, and the annealer's
+incremental latency equal to a full simulation after every kept move."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,27 +30,38 @@ def msa_latency(inst: Instance) -> float:
     return solve(inst, "msa", time_limit=None, problem="residency", homes="best").latency
 
 
-def check_run(inst: Instance, solver: str, seed: int = 0):
-    result = solve(inst, solver, time_limit=None, seed=seed, problem="residency", **BUDGET[solver])
+def check_run(inst: Instance, solver: str, seed: int = 0, **params):
+    result = solve(inst, solver, time_limit=None, seed=seed, problem="residency",
+                   **{**BUDGET[solver], **params})
     assert "windows_dropped" not in result.notes  # valid as offered, not repaired by solve()
     check = validate(inst, result.solution)
     assert check.valid, check.errors[:3]
     assert result.latency == pytest.approx(simulate(inst, result.solution), rel=1e-12)
-    assert result.latency <= msa_latency(inst) * (1 + 1e-12)
     return result
 
 
 @pytest.mark.parametrize("solver", sorted(BUDGET))
 @pytest.mark.parametrize("name", COMMITTED)
-def test_output_validates_and_is_never_worse_than_msa_on_committed_instances(solver, name):
+def test_output_validates_on_committed_instances(solver, name):
     check_run(load(name), solver)
 
 
 @pytest.mark.parametrize("solver", sorted(BUDGET))
 @pytest.mark.parametrize("seed,addressed", [(1, False), (2, True), (5, True), (8, False)])
-def test_output_validates_and_is_never_worse_than_msa_on_random_instances(solver, seed, addressed):
+def test_output_validates_on_random_instances(solver, seed, addressed):
     data = random_instance_dict(seed, n_ops=9, n_tensors=12, addressed=addressed, tight=0.4)
     check_run(Instance.from_dict(data), solver, seed)
+
+
+@pytest.mark.parametrize("solver, at_most", [("sa", 0.97), ("hybrid", 0.99)])
+def test_the_search_improves_on_its_msa_start_where_msa_is_beatable(solver, at_most):
+    # Every solver offers msa's solution first, so "never worse than msa" holds whatever the
+    # search does. Here msa's solution is the only start (no static start: static_moves=0)
+    # and mobilenetv2@edge-npu is an instance where msa is beatable (sa 0.9595 x msa,
+    # hybrid 0.9806 x msa with these budgets, seed 0): only the search can get below msa.
+    inst = load("mobilenetv2@edge-npu")
+    result = check_run(inst, solver, static_moves=0)
+    assert result.latency < at_most * msa_latency(inst)
 
 
 @pytest.mark.parametrize("solver", ["sa", "ga"])
