@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from memplace.model.core.errors import MemplaceError
+from memplace.model.core.files import write_atomically
 
 ENVS = ("placement", "residency")
 
@@ -52,6 +53,6 @@ def baselines_command(envs: tuple[str, ...], instances: str | None, seed: int, t
                   "episode per agent and instance, solutions replayed through the environment as "
                   f"actions; milp runs {time_limit:g} s per instance, so its figures may vary "
                   "slightly with the machine.\n\n")
-        (out / "leaderboard.md").write_text(header + markdown, encoding="utf-8")
-        (out / "leaderboard.csv").write_text(to_csv(rows), encoding="utf-8")
+        write_atomically(out / "leaderboard.md", header + markdown, "leaderboard")
+        write_atomically(out / "leaderboard.csv", to_csv(rows), "leaderboard")
         click.echo(f"wrote {out / 'leaderboard.md'} and {out / 'leaderboard.csv'}")

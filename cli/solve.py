@@ -76,3 +76,10 @@ def solvers_list(problem_name: str | None) -> None:
             for key, spec in info.params.items():
                 default = "none" if spec.default is None else spec.default
                 click.echo(f"{'':<18}--param {key}={default}  ({spec.describe()}) {spec.doc}".rstrip())
+    if problem_name is None:
+        from memplace.solvers.families import FAMILIES
+        click.echo("\nnames in both problems, one method family each:")
+        for name, meaning in FAMILIES.items():
+            click.echo(f"{name:<16} {meaning}")
+        click.echo("baselines (speedups are measured against them): "
+                   + "; ".join(f"{p}: {problem(p).baselines['baseline']}" for p in names))

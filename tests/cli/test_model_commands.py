@@ -110,3 +110,10 @@ def test_solvers_list_shows_parameters_with_defaults():
     result = _run("solvers", "list")
     assert result.exit_code == 0
     assert "random-greedy" in result.output and "--param samples=100" in result.output
+
+
+def test_solvers_list_documents_the_names_both_problems_share_and_the_baselines():
+    from memplace.solvers.families import FAMILIES
+    out = _run("solvers", "list").output.split("names in both problems, one method family each:")[1]
+    assert [line.split()[0] for line in out.strip().splitlines()[:-1]] == list(FAMILIES)
+    assert out.strip().splitlines()[-1].endswith("residency: msa; static: compiler")
