@@ -6,6 +6,9 @@ all and writes the instance files and XLA heap baselines under `instances/data/x
 - mlp: a 32-layer residual MLP with layer norm (batch 64, width 512).
 - cnn: a ResNet-style CNN (3 stages x 3 basic blocks, 16/32/64 channels, 32x32 images,
   batch 8), batch norm folded into per-channel scale and shift as at inference.
+- cnn-deep: a ResNet-152-deep CNN of bottleneck blocks (stages of 3, 8, 36 and 3 blocks,
+  bottleneck widths 8/16/32/64 expanded 4x, 32x32 images, batch 4), batch norm folded the
+  same way; deep enough that XLA's fusion still leaves a few hundred ops.
 - encoder: a 12-layer transformer encoder (sequence 128, width 256, 4 heads, MLP 1024).
 - decoder: a 4-layer decoder that runs 64 decode steps under `lax.scan`, each step
   writing its key and value into a KV cache (`dynamic_update_slice`) and attending
@@ -102,6 +105,53 @@ def cnn(blocks: int = 3, channels: tuple[int, ...] = (16, 32, 64), image: int = 
                 stride = 2 if s > 0 and b == 0 else 1
                 y = jax.nn.relu(conv(block["a"], x, stride))
                 y = conv(block["b"], y)
+                skip = conv(block["proj"], x, stride) if "proj" in block else x
+                x = jax.nn.relu(y + skip)
+        x = jnp.mean(x, axis=(1, 2))
+        return x @ params["head"]
+    return forward, (params, x)
+
+
+def cnn_deep(stages: tuple[int, ...] = (3, 8, 36, 3),
+             widths: tuple[int, ...] = (8, 16, 32, 64), expansion: int = 4, image: int = 32, batch: int = 4) -> tuple[Callable, tuple]:
+    """A ResNet-152-deep CNN of bottleneck blocks (1x1 reduce, 3x3, 1x1 expand, a 1x1
+    projection on each stage's first block; stages of 3, 8, 36 and 3 blocks) at a small
+    width and image, batch norm folded as in `cnn`."""
+    jax, jnp, lax = _jax()
+    rand = _Random()
+
+    def conv_params(cin, cout, k):
+        return {"w": rand.normal(k, k, cin, cout, scale=(k * k * cin) ** -0.5),
+                "scale": jnp.ones(cout), "shift": jnp.zeros(cout)}
+    params = {"stem": conv_params(3, widths[0], 3), "stages": []}
+    cin = widths[0]
+    for blocks, width in zip(stages, widths):
+        stage = []
+        for b in range(blocks):
+            cout = width * expansion
+            block = {"reduce": conv_params(cin, width, 1), "conv": conv_params(width, width, 3),
+                     "expand": conv_params(width, cout, 1)}
+            if b == 0:
+                block["proj"] = conv_params(cin, cout, 1)
+            stage.append(block)
+            cin = cout
+        params["stages"].append(stage)
+    params["head"] = rand.normal(cin, 10, scale=cin ** -0.5)
+    x = rand.normal(batch, image, image, 3)
+
+    def conv(p, x, stride=1):
+        y = lax.conv_general_dilated(x, p["w"], (stride, stride), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return y * p["scale"] + p["shift"]
+
+    def forward(params, x):
+        x = jax.nn.relu(conv(params["stem"], x))
+        for s, stage in enumerate(params["stages"]):
+            for b, block in enumerate(stage):
+                stride = 2 if s > 0 and b == 0 else 1
+                y = jax.nn.relu(conv(block["reduce"], x))
+                y = jax.nn.relu(conv(block["conv"], y, stride))
+                y = conv(block["expand"], y)
                 skip = conv(block["proj"], x, stride) if "proj" in block else x
                 x = jax.nn.relu(y + skip)
         x = jnp.mean(x, axis=(1, 2))
@@ -223,6 +273,7 @@ def train(layers: int = 8, width: int = 256, batch: int = 128, classes: int = 10
 
 PROGRAMS: dict[str, Callable[[], tuple[Callable, tuple]]] = {
     "mlp": mlp, "cnn": cnn, "encoder": encoder, "decoder": decoder, "train": train,
+    "cnn-deep": cnn_deep,
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 from memplace.instances import load
 from memplace.instances.catalog import XLA_DIR, xla_names
 from memplace.instances.xla import cost_comparison, from_hlo_text, import_xla
-from memplace.instances.xla.programs import PROGRAMS, cnn, decoder, encoder, mlp, train
+from memplace.instances.xla.programs import PROGRAMS, cnn, cnn_deep, decoder, encoder, mlp, train
 from memplace.model.packing.minimalloc_csv import read_buffers
 from memplace.model.packing.packers import check_packing
 
@@ -58,11 +58,16 @@ def test_xla_offsets_are_a_packing_of_the_committed_heap_csv(name):
 SMALL = {
     "mlp": lambda: mlp(layers=2, width=32, batch=4),
     "cnn": lambda: cnn(blocks=1, channels=(4, 8), image=8, batch=1),
+    "cnn-deep": lambda: cnn_deep(stages=(1, 2), widths=(4, 8), expansion=2, image=8, batch=1),
     "encoder": lambda: encoder(layers=1, seq=8, width=16, heads=2, hidden=32, batch=1),
     "decoder": lambda: decoder(layers=1, steps=3, context=4, width=16, heads=2, hidden=32,
                                batch=1, vocab=32),
     "train": lambda: train(layers=2, width=16, batch=4, inputs=8),
 }
+
+
+def test_every_program_has_a_small_size():
+    assert set(SMALL) == set(PROGRAMS)
 
 
 @pytest.mark.parametrize("program", sorted(SMALL))
