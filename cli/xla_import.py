@@ -24,8 +24,9 @@ from memplace.model.core.files import atomic_write
 def import_xla_command(source: str, hardware: str, name: str | None, output: str,
                        heap_csv: str | None) -> None:
     """Import SOURCE: an HLO text file (Compiled.as_text(), or a dump's
-    *after_optimizations.txt), an XLA dump folder, or pkg.mod:fn (compiled with JAX on
-    its example_args; needs memplace[xla]). See memplace.instances.xla."""
+    *after_optimizations.txt), a serialized HLO module (*.hlo.pb; needs memplace[xla]),
+    an XLA dump folder, or pkg.mod:fn (compiled with JAX on its example_args; needs
+    memplace[xla]). See memplace.instances.xla."""
     from memplace.instances import dumps
     from memplace.instances.xla import cost_comparison, import_xla, write_baseline
     got = import_xla(source, _hardware(hardware), name=name)

@@ -129,3 +129,66 @@ def load_target(target: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     if not isinstance(example, (tuple, list)):
         raise XlaImportError(f"{target}: example_args must be a tuple of arguments")
     return fn, tuple(example)
+
+
+def hlo_text_from_proto(data: bytes, where: str) -> str:
+    """The HLO text of a serialized module, printed by XLA itself: an `HloModuleProto`
+    (`HloModule.as_serialized_hlo_module_proto()`) or an `HloProto`, the envelope that
+    XLA's `--xla_dump_hlo_as_proto` writes to `*.hlo.pb` (the module is its field 1).
+    Needs JAX (the wheel carries XLA's proto parser and printer)."""
+    require_jax()
+    from jax._src.lib import xla_client
+    for module in (data, _hlo_proto_module(data)):
+        if module is None:
+            continue
+        try:  # the long form, as Compiled.as_text() prints it (as_hlo_text() is the short one)
+            text = xla_client.XlaComputation(module).get_hlo_module().to_string()
+        except RuntimeError:  # XLA's own error: not a module proto
+            continue
+        if "\nENTRY " in text:  # (the envelope read as a module parses to an empty one)
+            return text
+    raise XlaImportError(f"{where}: neither HLO text nor a serialized HloModuleProto/HloProto "
+                         "that XLA can read")
+
+
+def _hlo_proto_module(data: bytes) -> bytes | None:
+    """Field 1 (`hlo_module`, length-delimited) of a protobuf message, read off the wire
+    format; None when `data` is not a well-formed message holding one. (XLA's Python
+    package exposes no HloProto class, and this is the one field needed.)"""
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            if pos >= len(data) or shift > 63:
+                raise ValueError("truncated varint")
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    try:
+        while pos < len(data):
+            key = varint()
+            field, wire = key >> 3, key & 7
+            if wire == 0:
+                varint()
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            elif wire == 2:
+                length = varint()
+                if pos + length > len(data):
+                    return None
+                if field == 1:
+                    return data[pos:pos + length]
+                pos += length
+            else:
+                return None
+    except ValueError:
+        return None
+    return None

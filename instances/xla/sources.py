@@ -2,8 +2,11 @@
 
 Sources: a Python callable with example arguments, `pkg.mod:fn` (compiled with
 JAX, the `[xla]` extra), an HLO text file (`Compiled.as_text()` saved, or a
-dump's `*after_optimizations.txt`), or a dump folder holding one such module.
-A text file or folder needs no JAX; XLA's heap is read from the dump's
+dump's `*after_optimizations.txt`), a serialized module proto (a dump's
+`*after_optimizations.hlo.pb` from `--xla_dump_hlo_as_proto`, or
+`HloModule.as_serialized_hlo_module_proto()` saved), or a dump folder holding one
+such module. A text file or folder needs no JAX; a proto is printed to text by
+XLA itself, so it needs the extra. XLA's heap is read from the dump's
 buffer-assignment and live-range files beside the module when they are there.
 """
 from __future__ import annotations
@@ -37,8 +40,24 @@ def _module_file(folder: Path) -> Path:
     return found[0]
 
 
+def _module_text(path: Path) -> str:
+    """A module file's HLO text: text as written; anything else is read as a proto."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise XlaImportError(f"{path}: cannot read the HLO module ({exc.strerror})") from None
+    if not path.name.endswith(".pb"):
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    from memplace.instances.xla import jax_source
+    return jax_source.hlo_text_from_proto(data, str(path))
+
+
 def _beside(module_file: Path) -> HeapBaseline | None:
-    stem = str(module_file)[:-len(".txt")]
+    name = str(module_file)
+    stem = name.removesuffix(".hlo.pb").removesuffix(".pb").removesuffix(".txt")
     assignment, live = Path(f"{stem}-buffer-assignment.txt"), Path(f"{stem}-live-range.txt")
     if not (assignment.is_file() and live.is_file()):
         return None
@@ -48,7 +67,7 @@ def _beside(module_file: Path) -> HeapBaseline | None:
 def import_xla(source: str | Path | Callable[..., Any], hardware: str | dict[str, Any], *,
                args: tuple[Any, ...] | None = None, name: str | None = None) -> XlaImport:
     """An instance (and XLA's heap baseline when known) from a callable, `pkg.mod:fn`,
-    an HLO text file or a dump folder."""
+    an HLO text or module proto file, or a dump folder."""
     from memplace.instances.xla import jax_source
     if callable(source):
         if args is None:
@@ -65,7 +84,7 @@ def import_xla(source: str | Path | Callable[..., Any], hardware: str | dict[str
         program = jax_source.compile_program(fn, example if args is None else tuple(args),
                                              label=text)
         return _compiled(program, hardware, name or text.partition(":")[2])
-    hlo = read_hlo(path)
+    hlo = _module_text(path)
     instance = from_hlo_text(hlo, hardware, name=name, where=str(path),
                              provenance={"file": path.name})
     return XlaImport(instance, _beside(path), str(path))

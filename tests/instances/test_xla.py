@@ -141,6 +141,35 @@ def test_saved_hlo_text_imports_without_jax_and_matches_the_compiled_import(scan
     assert loaded.n_tensors == len(scan_import.instance["workload"]["tensors"])
 
 
+def test_a_saved_module_proto_imports_as_its_text_does(scan_import, tmp_path):
+    compiled = jax.jit(scanned_mlp).lower(*SCAN_ARGS).compile()
+    module = compiled.runtime_executable().hlo_modules()[0]
+    path = tmp_path / "scan.pb"
+    path.write_bytes(module.as_serialized_hlo_module_proto())
+    got = import_xla(path, "nnpi", name="scan")
+    assert got.instance["workload"] == scan_import.instance["workload"]
+
+
+def test_a_dump_written_as_proto_imports_with_xla_heap_beside_it(tmp_path):
+    dump = tmp_path / "dump"
+    options = {"xla_dump_to": str(dump), "xla_dump_hlo_as_proto": True,
+               "xla_dump_hlo_as_text": True}
+    jax.jit(scanned_mlp).lower(*SCAN_ARGS).compile(compiler_options=options)
+    [proto] = dump.glob("*after_optimizations.hlo.pb")  # an HloProto: the module is field 1
+    [text] = dump.glob("*after_optimizations.txt")
+    from_proto, from_text = import_xla(proto, "nnpi", name="s"), import_xla(text, "nnpi", name="s")
+    assert from_proto.instance["workload"] == from_text.instance["workload"]
+    assert from_proto.heap is not None and from_proto.heap == from_text.heap
+
+
+def test_a_proto_xla_cannot_read_is_exit_2_naming_the_file(tmp_path):
+    bad = tmp_path / "bad.hlo.pb"
+    bad.write_bytes(b"\x08\x96\x01garbage\xff\xfe")
+    result = CliRunner().invoke(main, ["import-xla", str(bad), "--hardware", "nnpi", "-o", "x.json"])
+    assert result.exit_code == 2 and "bad.hlo.pb" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_a_missing_extra_is_one_line_saying_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "jax", None)
     result = CliRunner().invoke(main, ["import-xla", "json:dumps", "--hardware", "nnpi", "-o",
