@@ -138,9 +138,11 @@ def hlo_text_from_proto(data: bytes, where: str) -> str:
     Needs JAX (the wheel carries XLA's proto parser and printer)."""
     require_jax()
     from jax._src.lib import xla_client
-    for module in (data, _hlo_proto_module(data)):
-        if module is None:
-            continue
+    inner = _hlo_proto_module(data)
+    # Field 1 is the module's name in an HloModuleProto and the module in an HloProto:
+    # try the likelier reading first (the other makes XLA log a parse error on stderr).
+    named = inner is not None and inner.isascii() and inner.decode("ascii").isprintable()
+    for module in ((data,) if inner is None or named else (inner, data)):
         try:  # the long form, as Compiled.as_text() prints it (as_hlo_text() is the short one)
             text = xla_client.XlaComputation(module).get_hlo_module().to_string()
         except RuntimeError:  # XLA's own error: not a module proto

@@ -150,7 +150,7 @@ def test_a_saved_module_proto_imports_as_its_text_does(scan_import, tmp_path):
     assert got.instance["workload"] == scan_import.instance["workload"]
 
 
-def test_a_dump_written_as_proto_imports_with_xla_heap_beside_it(tmp_path):
+def test_a_dump_written_as_proto_imports_with_xla_heap_beside_it(tmp_path, capfd):
     dump = tmp_path / "dump"
     options = {"xla_dump_to": str(dump), "xla_dump_hlo_as_proto": True,
                "xla_dump_hlo_as_text": True}
@@ -160,6 +160,7 @@ def test_a_dump_written_as_proto_imports_with_xla_heap_beside_it(tmp_path):
     from_proto, from_text = import_xla(proto, "nnpi", name="s"), import_xla(text, "nnpi", name="s")
     assert from_proto.instance["workload"] == from_text.instance["workload"]
     assert from_proto.heap is not None and from_proto.heap == from_text.heap
+    assert "protocol buffer" not in capfd.readouterr().err  # no XLA log line from a wrong guess
 
 
 def test_a_proto_xla_cannot_read_is_exit_2_naming_the_file(tmp_path):
