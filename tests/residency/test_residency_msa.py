@@ -172,6 +172,19 @@ def test_msa_is_valid_and_never_slower_than_compiler_on_committed_instances(name
     _check(load(name))
 
 
+@pytest.mark.parametrize("name", ["efficientnet-b0@gpu", "bert-base@tpu"])
+def test_the_msa_solver_returns_a_solution_that_validates_as_it_stands(name):
+    """Through solve(): on efficientnet-b0@gpu msa ties the compiler placement it offers
+    first, so that first offer is what is returned, and its claimed latency must be set
+    (`memplace residency-table` validates the solution object itself)."""
+    from memplace.solvers import solve
+    inst = load(name)
+    result = solve(inst, "msa", time_limit=None, problem="residency")
+    check = validate(inst, result.solution)
+    assert check.valid, check.errors[:3]
+    assert math.isclose(result.solution.latency, result.latency, rel_tol=1e-12)
+
+
 def test_msa_makes_windows_where_streaming_pays():
     """bert-base@tpu: XLA's homes with prefetched weights beat the compiler's pinned ones."""
     sol, stats = msa_solution(load("bert-base@tpu"))
