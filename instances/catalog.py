@@ -88,6 +88,16 @@ def _unknown(what: str, name: str, known: list[str]) -> MemplaceError:
     return MemplaceError(f"unknown {what} {name!r}{hint}")
 
 
+def resolve_hardware(hardware: str | dict[str, Any]) -> dict[str, Any]:
+    """A hardware dict: a copy of one given, or the preset of that name (an unknown name
+    is a MemplaceError listing the presets). The importers' `--hardware`."""
+    if isinstance(hardware, dict):
+        return dict(hardware)
+    if hardware not in HARDWARE:
+        raise _unknown("hardware preset", hardware, list(HARDWARE))
+    return hardware_preset(hardware)
+
+
 def workload(name: str, **params: Any) -> dict[str, Any]:
     """The workload dict named `name` (`synth-N` for any N), built with `params`."""
     match = SYNTHETIC.fullmatch(name)

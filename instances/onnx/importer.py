@@ -178,13 +178,8 @@ class _Emitter:
 
 
 def _hardware(hardware: str | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(hardware, dict):
-        return dict(hardware)
-    from memplace.instances.catalog import _unknown
-    from memplace.instances.hardware import HARDWARE, hardware_preset
-    if hardware not in HARDWARE:
-        raise _unknown("hardware preset", hardware, list(HARDWARE))
-    return hardware_preset(hardware)
+    from memplace.instances.catalog import resolve_hardware  # (the generators load only here)
+    return resolve_hardware(hardware)
 
 
 def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any], *,

@@ -231,13 +231,8 @@ def xla_view_totals(module: Module) -> dict[str, float]:
 
 
 def _hardware(hardware: str | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(hardware, dict):
-        return dict(hardware)
-    from memplace.instances.catalog import _unknown
-    from memplace.instances.hardware import HARDWARE, hardware_preset
-    if hardware not in HARDWARE:
-        raise _unknown("hardware preset", hardware, list(HARDWARE))
-    return hardware_preset(hardware)
+    from memplace.instances.catalog import resolve_hardware  # (the generators load only here)
+    return resolve_hardware(hardware)
 
 
 def read_hlo(path: str | Path) -> str:
