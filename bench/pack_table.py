@@ -6,6 +6,9 @@ Sets:
   memplace's search was first tuned on);
 - `heldout`: the generated instances of `memplace.model.packing.generate.HELDOUT`,
   committed before the search was tuned on them;
+- `families`: the held-out families of `memplace.model.packing.families` (KV caches,
+  pipeline stages, tiny among huge buffers, 99.9%-tight), committed as files before the
+  search was tuned on them;
 - `traces`: idealloc's compiler traces (no capacity: minimise the height; the bound is
   the peak live size, raised by every height the search proves infeasible).
 
@@ -35,8 +38,9 @@ from memplace.model.packing.packers import check_packing, minimize, pack, peak_l
 # the challenging suite at capacity 1 MiB.
 MINIMALLOC_SECONDS = {"A": 4.910, "B": 3.661, "C": 0.637, "D": 2.674, "E": 3.717, "F": 5.358}
 CHALLENGING = BENCHMARKS / "minimalloc" / "challenging"
+FAMILIES = BENCHMARKS / "families"
 TRACES = BENCHMARKS / "idealloc"
-SETS = ("minimalloc", "heldout", "traces")
+SETS = ("minimalloc", "heldout", "families", "traces")
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,9 @@ class Row:
     minimalloc_s: str  # MiniMalloc's published time, where the paper gives one
 
 
-def minimalloc_instances(folder: Path = CHALLENGING) -> list[Instance]:
+def minimalloc_instances(folder: Path = CHALLENGING, which: str = "minimalloc"
+                         ) -> list[Instance]:
+    """The files NAME.CAPACITY.csv of `folder`, to be packed at CAPACITY."""
     files = sorted(Path(folder).glob("*.csv"))
     if not files:
         raise MemplaceError(f"no .csv files in {folder}")
@@ -72,7 +78,7 @@ def minimalloc_instances(folder: Path = CHALLENGING) -> list[Instance]:
             capacity = int(cap)
         except ValueError:
             raise MemplaceError(f"{path.name}: expected NAME.CAPACITY.csv") from None
-        out.append(Instance("minimalloc", name, read_buffers(path).buffers, capacity))
+        out.append(Instance(which, name, read_buffers(path).buffers, capacity))
     return out
 
 
@@ -83,6 +89,8 @@ def instances(which: str, folder: Path = CHALLENGING) -> list[Instance]:
         out += minimalloc_instances(folder)
     if which in ("heldout", "all"):
         out += [Instance("heldout", g.name, g.buffers, g.capacity) for g in heldout_set()]
+    if which in ("families", "all"):
+        out += minimalloc_instances(FAMILIES, "families")
     if which in ("traces", "all"):
         out += [Instance("traces", p.stem, read_buffers(p).buffers, None)
                 for p in sorted(TRACES.glob("*.csv"))]

@@ -79,10 +79,12 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
 
 
 @click.command("pack-bench")
-@click.option("--set", "which", type=click.Choice(["minimalloc", "heldout", "traces", "all"]),
+@click.option("--set", "which",
+              type=click.Choice(["minimalloc", "heldout", "families", "traces", "all"]),
               default="minimalloc", show_default=True,
               help="minimalloc: MiniMalloc's challenging A-F (or the files in --dir); heldout: "
-                   "the generated held-out instances; traces: idealloc's compiler traces, "
+                   "the generated held-out instances; families: the held-out KV-cache, pipeline, "
+                   "tiny-among-huge and 99.9%-tight instances; traces: idealloc's compiler traces, "
                    "minimised (no capacity).")
 @click.option("--dir", "bench_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of MiniMalloc files named NAME.CAPACITY.csv [default: the packaged "
@@ -131,19 +133,24 @@ def pack_bench_command(which: str, bench_dir: str | None, method: str, time_limi
 
 
 @click.command("pack-generate")
-@click.argument("kind", type=click.Choice(["cut", "cutpw", "act"]))
+@click.argument("kind", type=click.Choice(["cut", "cutpw", "act", "kv", "pipe", "tiny", "tight"]))
 @click.argument("size", type=click.IntRange(1, 10**6))
 @click.argument("seed", type=click.IntRange(0, 2**63 - 1))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
-              help="The MiniMalloc CSV to write; its capacity is printed.")
+@click.option("-o", "--output", type=click.Path(), required=True,
+              help="The MiniMalloc CSV to write; its capacity is printed. An existing folder: "
+                   "write NAME.CAPACITY.csv into it (the naming pack-bench --dir reads).")
 @click.option("--certificate", type=click.Path(dir_okay=False), default=None,
               help="For cut kinds: also write the packing at capacity the cuts give.")
 def pack_generate_command(kind: str, size: int, seed: int, output: str,
                           certificate: str | None) -> None:
     """Write a generated instance: KIND cut/cutpw (SIZE buffers tiling capacity x horizon, so
-    the optimum is the capacity) or act (SIZE operators of activation lifetimes)."""
+    the optimum is the capacity), act (SIZE operators of activation lifetimes), or a family
+    of memplace.model.packing.families: kv (SIZE decode steps), pipe (SIZE micro-batches),
+    tiny (SIZE buffers), tight (SIZE operators, capacity with 0.1% slack)."""
     from memplace.model.packing.generate import generate, write_csv
     got = generate(kind, size, seed)
+    if Path(output).is_dir():
+        output = str(Path(output) / f"{got.name}.{got.capacity}.csv")
     write_csv(output, got.buffers)
     if certificate is not None:
         if got.certificate is None:

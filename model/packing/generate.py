@@ -155,14 +155,19 @@ HELDOUT: tuple[tuple[str, int, int], ...] = (
 
 def generate(kind: str, size: int, seed: int) -> Generated:
     """One instance by kind: "cut" (guillotine cuts only), "cutpw" (a quarter of the cuts
-    are pinwheels) or "act" (activation lifetimes; `size` is the operator count)."""
+    are pinwheels), "act" (activation lifetimes; `size` is the operator count), or one of
+    the families of `memplace.model.packing.families` ("kv", "pipe", "tiny", "tight")."""
+    from memplace.model.packing.families import FAMILIES, family_instance
+    if kind in FAMILIES:
+        return family_instance(kind, size, seed)
     if kind == "cut":
         return cut_instance(size, seed, pinwheel=0.0)
     if kind == "cutpw":
         return cut_instance(size, seed, pinwheel=0.25)
     if kind == "act":
         return activation_instance(size, seed)
-    raise MemplaceError(f"unknown instance kind {kind!r}; known: cut, cutpw, act")
+    raise MemplaceError(f"unknown instance kind {kind!r}; known: cut, cutpw, act, "
+                        f"{', '.join(FAMILIES)}")
 
 
 def heldout_set() -> list[Generated]:
@@ -172,11 +177,13 @@ def heldout_set() -> list[Generated]:
 
 def write_csv(path: str | Path, buffers: Sequence[Buffer],
               offsets: Sequence[int] | None = None) -> None:
-    """Write buffers as MiniMalloc CSV (`id,lower,upper,size`, plus `offset` when given),
-    atomically."""
+    """Write buffers as MiniMalloc CSV (`id,lower,upper,size`, plus `alignment` when any
+    buffer has one above 1 and `offset` when given), atomically."""
+    aligned = any(b.alignment != 1 for b in buffers)
     with atomic_write(path, "packing file", newline="") as out:
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["id", "lower", "upper", "size"] + (["offset"] if offsets is not None else []))
+        writer.writerow(["id", "lower", "upper", "size"] + (["alignment"] if aligned else [])
+                        + (["offset"] if offsets is not None else []))
         for k, b in enumerate(buffers):
-            row = [b.id, b.lower, b.upper, b.size]
+            row = [b.id, b.lower, b.upper, b.size] + ([b.alignment] if aligned else [])
             writer.writerow(row + ([int(offsets[k])] if offsets is not None else []))
