@@ -164,7 +164,8 @@ def _expand(path: Path, text: str, data: dict[str, Any]) -> Plan:
     if not isinstance(prob, str):
         raise PlanError(f"problem must be a problem's name, got {shown(prob)}")
     prob = problem(prob).name  # raises, naming the known problems
-    sources = resolve_instances(_strings(data["instances"], "instances", empty=False), path.parent)
+    sources = resolve_instances(_strings(data["instances"], "instances", empty=False), path.parent,
+                                prob)
     solver_names = resolve_solvers(_strings(data["solvers"], "solvers", empty=False), prob)
     params = _solver_params(data.get("params", {}), solver_names, prob)
     one_seed = set(_strings(data.get("one_seed", []), "one_seed"))
@@ -202,17 +203,19 @@ def _positive(value: Any, key: str) -> float:
 
 
 # ---------------------------------------------------------------------- instances
-def resolve_instances(entries: list[str], base: Path) -> list[str]:
+def resolve_instances(entries: list[str], base: Path, problem_name: str | None = None) -> list[str]:
     """Plan entries to instance sources (built-in names or absolute paths), in plan
-    order without repeats; unknown names and patterns that match nothing are errors."""
+    order without repeats; unknown names and patterns that match nothing are errors.
+    A library entry (`memplace-lib/N:test`, or `memplace-lib:test` for the newest
+    version) gives the instances of its entries for `problem_name`."""
     from memplace.instances import builtin_names, builtin_path
+    from memplace.instances.library import instance_set, is_spec
     names = builtin_names()
     out: list[str] = []
     for entry in entries:
-        if entry.startswith("memplace-lib/"):  # a library's split: its program instances
-            from memplace.instances.library import instance_set
+        if is_spec(entry):  # a library's split: its program instances
             try:
-                found = [str(s) for s in instance_set(entry)]
+                found = [str(s) for s in instance_set(entry, problem_name)]
             except MemplaceError as exc:
                 raise PlanError(f"instances entry {entry!r}: {exc}") from None
         elif "/" in entry or entry.endswith(".json"):

@@ -9,8 +9,9 @@ import click
 
 from memplace.model.core.errors import MemplaceError
 
-LIB_OPTION = click.option("--lib", "version", default="memplace-lib/1", show_default=True,
-                          help="library version (memplace-lib/N) or folder")
+LIB_OPTION = click.option("--lib", "version", default=None,
+                          help="library version (memplace-lib/N) or folder "
+                               "[default: the newest version in the package]")
 
 
 def _read(version: str):
@@ -123,28 +124,50 @@ def add_command(version: str, instances: tuple[str, ...], problems: tuple[str, .
 
 @lib_group.command("score")
 @LIB_OPTION
-@click.argument("solutions_dir", type=click.Path(file_okay=False))
+@click.argument("solutions", metavar="SOLUTIONS_DIR|RUNS", type=click.Path())
 @click.option("--split", type=click.Choice(["train", "test", "all"]), default="all", show_default=True)
 @click.option("--problem", "problems", multiple=True,
               type=click.Choice(["static", "residency", "packing"]),
               help="problem (repeatable; default: those the folder has solutions for)")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="also write the table (Markdown) to this file")
-def score_command(version: str, solutions_dir: str, split: str, problems: tuple[str, ...],
-                  out_file: str | None) -> None:
+@click.option("--submissions", "submissions_dir", type=click.Path(file_okay=False), default=None,
+              help="RUNS: keep each solver's solution files here [default: a temporary folder]")
+def score_command(version: str | None, solutions: str, split: str, problems: tuple[str, ...],
+                  out_file: str | None, submissions_dir: str | None) -> None:
     """Validate the solution files in SOLUTIONS_DIR against the library and print the score
-    table: speedup over the default, gap to the best known and to the bound."""
-    from memplace.bench.library.score import score, table
+    table: speedup over the default, gap to the best known and to the bound.
+
+    Given a runs file (RUNS, a `memplace bench` runs.jsonl) instead, each solver's best run
+    per library entry becomes a submission scored the same way, with the library's best
+    known as the reference line (--split and --problem do not apply: the runs choose)."""
     lib = _read(version)
-    scores = score(lib, solutions_dir, split, problems or None)
-    if not problems:  # only the problems the folder answers
-        answered = {s.entry.problem for s in scores if s.file}
-        scores = [s for s in scores if s.entry.problem in answered]
-    text = table(scores)
+    if Path(solutions).is_file():
+        text = _score_runs(lib, solutions, out_file, submissions_dir)
+    else:
+        from memplace.bench.library.score import score, table
+        scores = score(lib, solutions, split, problems or None)
+        if not problems:  # only the problems the folder answers
+            answered = {s.entry.problem for s in scores if s.file}
+            scores = [s for s in scores if s.entry.problem in answered]
+        text = table(scores)
     click.echo(text, nl=False)
     if out_file:
         Path(out_file).parent.mkdir(parents=True, exist_ok=True)
         Path(out_file).write_text(text, encoding="utf-8")
+
+
+def _score_runs(lib, runs: str, out_file: str | None, submissions_dir: str | None) -> str:
+    import tempfile
+    from memplace.bench.library.runs import report
+    from memplace.bench.store import read_runs
+    command = (f"memplace lib score --lib {lib.name} {runs}"
+               + (f" --out {out_file}" if out_file else ""))
+    records = read_runs(runs)
+    if submissions_dir:
+        return report(lib, records, Path(submissions_dir), command, echo=click.echo)
+    with tempfile.TemporaryDirectory() as tmp:
+        return report(lib, records, Path(tmp), command, echo=click.echo)
 
 
 @lib_group.command("leaderboard")
@@ -167,7 +190,7 @@ def leaderboard_command(version: str, time_limit: float, split: str, problems: t
     out = Path(out_dir)
     text = leaderboard(lib, out, time_limit, split, problems or ("static", "residency"),
                        echo=click.echo)
-    command = (f"memplace lib leaderboard --lib {version} --time-limit {time_limit:g} --split {split}"
+    command = (f"memplace lib leaderboard --lib {version or lib.name} --time-limit {time_limit:g} --split {split}"
                + "".join(f" --problem {p}" for p in problems) + f" --out {out_dir}")
     (out / "leaderboard.md").write_text(
         f"# {lib.name} leaderboard ({split} split)\n\nWritten by `{command}`: every solver's "

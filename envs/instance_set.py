@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from memplace.instances import builtin_names, builtin_path, load
-from memplace.instances.library import instance_set
+from memplace.instances.library import instance_set, is_spec
 from memplace.model import Instance
 from memplace.model.core.errors import InstanceError
 
@@ -76,9 +76,10 @@ class InstanceSet:
     """Named instances to sample from, loaded on construction (bad names fail early)."""
 
     def __init__(self, instances: str | Iterable[str | Path] | None = None):
-        """`instances`: names or files, or a library split such as "memplace-lib/1:train"."""
+        """`instances`: names or files, or a library split such as "memplace-lib/1:train"
+        ("memplace-lib:train": the newest version)."""
         if isinstance(instances, str):
-            instances = instance_set(instances) if instances.startswith("memplace-lib/") else [instances]
+            instances = instance_set(instances) if is_spec(instances) else [instances]
         names = default_instances() if instances is None else [str(x) for x in instances]
         if not names:
             raise InstanceError("an environment needs at least one instance")

@@ -35,7 +35,6 @@ from memplace.model.core.errors import MemplaceError
 
 ROOT = Path(__file__).resolve().parent
 FORMAT = "memplace-lib/{version}"
-LATEST = 1
 PROBLEMS = ("static", "residency", "packing")
 SPLITS = ("train", "test")
 TEST_SHARE = 4  # one workload in this many goes to the test split
@@ -44,7 +43,8 @@ TEST_SHARE = 4  # one workload in this many goes to the test split
 FROZEN: dict[str, str] = {
     "memplace-lib/1": "a610bd8bb080140282a4900e718e243d81afb7ec29c81423db272f067e2866e1",
 }
-SPEC = re.compile(r"memplace-lib/([0-9]+)(?::(train|test|all))?")
+# `memplace-lib/N[:split]`, or `memplace-lib[:split]` for the newest version in the package
+SPEC = re.compile(r"memplace-lib(?:/([0-9]+))?(?::(train|test|all))?")
 
 # What a certificate is, per kind of bound. `checkable`: verify recomputes the bound from
 # the instance and the certificate in well under a second; the others are recorded with
@@ -171,6 +171,32 @@ def versions() -> list[int]:
                   if (p / "library.json").is_file())
 
 
+def latest() -> int:
+    """The newest library version in the package (frozen or not): what every command,
+    plan and environment uses when no version is named."""
+    found = versions()
+    if not found:
+        raise MemplaceError(f"no library version in {ROOT}")
+    return found[-1]
+
+
+def is_spec(text: str) -> bool:
+    """Whether `text` names a library (`memplace-lib`, `memplace-lib/N`, with a split or not)."""
+    return bool(SPEC.fullmatch(text))
+
+
+def resolve(spec: str | int | None = None) -> str:
+    """`memplace-lib/N` of a spec, a version number or None (the newest version)."""
+    if spec is None:
+        return FORMAT.format(version=latest())
+    if str(spec).isdigit():
+        return FORMAT.format(version=int(spec))
+    match = SPEC.fullmatch(str(spec))
+    if not match:
+        raise MemplaceError(f"library {spec!r} is not memplace-lib[/N][:train|:test|:all]")
+    return FORMAT.format(version=int(match.group(1)) if match.group(1) else latest())
+
+
 def split_of(workload: str) -> str:
     """`test` for one workload in TEST_SHARE (a hash of its name: deterministic, and the
     same program on every preset lands on the same side), else `train`."""
@@ -178,14 +204,14 @@ def split_of(workload: str) -> str:
     return "test" if digest[0] % TEST_SHARE == 0 else "train"
 
 
-def read_library(version: int | str | Path = LATEST) -> Library:
-    """A library by version number, by `memplace-lib/N`, or by folder."""
+def read_library(version: int | str | Path | None = None) -> Library:
+    """A library by version number, by `memplace-lib/N`, by folder, or (None or
+    `memplace-lib`) the newest version in the package."""
     if isinstance(version, Path) or (isinstance(version, str) and not version.isdigit()
                                      and not SPEC.fullmatch(version)):
         folder = Path(version)
     else:
-        match = SPEC.fullmatch(str(version))
-        folder = folder_of(int(match.group(1)) if match else int(version))
+        folder = folder_of(int(resolve(version).rsplit("/", 1)[1]))
     manifest_path = folder / "library.json"
     if not manifest_path.is_file():
         raise MemplaceError(f"no library at {folder} (versions here: "
@@ -229,13 +255,13 @@ def content_hash(folder: Path) -> str:
 
 
 def instance_set(spec: str, problem: str | None = None) -> list[str | Path]:
-    """The program instances of `memplace-lib/N:train` (or `:test`, `:all`; default all)
-    for one problem, or for either of static and residency (None), as catalog names or
-    file paths."""
+    """The program instances of `memplace-lib/N:train` (or `:test`, `:all`; default all;
+    `memplace-lib:SPLIT` for the newest version) for one problem, or for either of static
+    and residency (None), as catalog names or file paths."""
     match = SPEC.fullmatch(spec)
     if not match:
-        raise MemplaceError(f"instance set {spec!r} is not memplace-lib/N[:train|:test|:all]")
-    lib = read_library(int(match.group(1)))
+        raise MemplaceError(f"instance set {spec!r} is not memplace-lib[/N][:train|:test|:all]")
+    lib = read_library(resolve(spec))
     chosen = [e for e in lib.split(match.group(2) or "all", problem) if e.problem != "packing"]
     if not chosen:
         raise MemplaceError(f"{spec} has no {problem or 'program'} instances")
