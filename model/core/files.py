@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import IO, Iterator
@@ -21,6 +20,8 @@ from memplace.model.core.errors import MemplaceError
 def _open_temporary(path: Path) -> tuple[int, str]:
     """A new file beside `path`, created with mode 0666 so the kernel applies the umask
     (tempfile.mkstemp would make it 0600 whatever the umask)."""
+    import secrets  # here, not at the top: its hmac and hashlib cost every start-up
+
     for _ in range(100):
         tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
         try:

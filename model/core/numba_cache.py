@@ -21,17 +21,18 @@ module a kernel in another could run stale compiled code and give wrong results
 silently (this happened during development). One folder per state of the source
 makes every change recompile; old folders can be deleted freely.
 
-Numba reads `NUMBA_CACHE_DIR` when it is imported; if it was imported before
-memplace, its configuration is reloaded here. Worker processes inherit the
-variable from the environment.
+Numba reads `NUMBA_CACHE_DIR` when it is imported, so the folder is chosen the
+moment something first imports numba (a finder on `sys.meta_path` that removes
+itself), not when this module is imported: computing the digest imports
+platformdirs, hashlib and tempfile and walks the source tree, time that `memplace
+pack` and `memplace --help`, which never load Numba, should not spend. If numba was
+imported before memplace, its configuration is reloaded here. Worker processes
+inherit the variable from the environment, or choose the same folder themselves.
 """
 from __future__ import annotations
 
-import getpass
-import hashlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 ENV = "NUMBA_CACHE_DIR"
@@ -50,6 +51,7 @@ ROOTS = ("model", "solvers", "instances", "bench", "envs")  # memplace's source 
 
 def source_digest() -> str:
     """A short digest of every Python file of memplace (relative path, size, mtime)."""
+    import hashlib
     top = Path(__file__).resolve().parents[2]  # the checkout, or site-packages/memplace
     digest = hashlib.sha1()
     for root in ROOTS:
@@ -63,6 +65,9 @@ def source_digest() -> str:
 
 
 def _default_dir() -> Path:
+    import getpass
+    import tempfile
+
     import platformdirs
     source = source_digest()
     user = Path(platformdirs.user_cache_dir("memplace")) / "numba"
@@ -124,4 +129,28 @@ def last_compile_seconds() -> float | None:
         return None
 
 
-configure()
+class _BeforeNumba:
+    """A meta-path finder that configures the cache folder when numba is first imported,
+    then steps aside (it finds nothing itself)."""
+
+    @classmethod
+    def find_spec(cls, name: str, path=None, target=None) -> None:
+        if name == "numba":
+            _uninstall()
+            configure()
+        return None
+
+
+def _uninstall() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if f is not _BeforeNumba]
+
+
+def configure_when_numba_loads() -> None:
+    """Configure now if numba is loaded already, else the moment it is imported."""
+    if "numba" in sys.modules:
+        configure()
+    elif _BeforeNumba not in sys.meta_path:
+        sys.meta_path.insert(0, _BeforeNumba)
+
+
+configure_when_numba_loads()

@@ -20,6 +20,7 @@ import numpy as np
 from memplace.model.packing.ordering import features as _features
 from memplace.model.packing.ordering import random_order as _random_order
 from memplace.model.packing.ordering import static_orders as _static_orders
+from memplace.model.packing.ordering import time_points
 from memplace.model.packing.compiled import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED,
                                              TIME_LIMIT, search)
 
@@ -73,7 +74,7 @@ def _overlaps(lowers: np.ndarray, uppers: np.ndarray) -> tuple[np.ndarray, np.nd
 def _prepare(sizes, lowers, uppers, alignments):
     """Sections, time-overlap adjacency and section membership, buffers ranked by index."""
     n = sizes.size
-    points = np.unique(np.concatenate([lowers, uppers]))
+    points = time_points(lowers, uppers)
     sec_lo = np.searchsorted(points, lowers).astype(np.int64)
     sec_hi = np.searchsorted(points, uppers).astype(np.int64)
     nsec = points.size - 1

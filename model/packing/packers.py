@@ -20,6 +20,7 @@ from memplace.model.core.registry import Registry
 from memplace.model.packing import exact as pack_exact
 from memplace.model.packing import pairwise
 from memplace.model.packing.buffers import Buffer, Gap, effective_size
+from memplace.model.packing.ordering import time_points
 from memplace.model.packing.compiled import (FIRST_FIT, HEURISTICS, heuristic_offsets,
                                              place_in_order)
 
@@ -77,7 +78,7 @@ def peak_live_size(buffers: Sequence[Buffer]) -> int:
 
 
 def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
-    points = np.unique(np.concatenate([lowers, uppers]))
+    points = time_points(lowers, uppers)
     delta = np.zeros(points.size, np.int64)
     np.add.at(delta, np.searchsorted(points, lowers), sizes)
     np.add.at(delta, np.searchsorted(points, uppers), -sizes)

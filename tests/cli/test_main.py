@@ -46,6 +46,22 @@ def test_pack_imports_neither_the_harness_nor_the_solvers_nor_other_commands(tmp
     assert not (modules & set(COMMAND_MODULES)) - {"memplace.cli.pack", "memplace.cli.values"}
 
 
+def test_pack_packs_without_loading_numba_or_the_cost_model(tmp_path):
+    """`memplace pack` starts like a binary: the compiled core packs, no JIT is loaded, and
+    neither is numpy.ma (numpy 2's np.unique would import it, 12 ms of start-up)."""
+    from memplace.model.packing import BENCHMARKS
+    instance = BENCHMARKS / "minimalloc" / "challenging" / "F.1048576.csv"
+    out, modules = _modules_after(["pack", str(instance), "--capacity", "1048576"], tmp_path)
+    assert out.startswith("packed 296 buffers at capacity 1048576")
+    assert "memplace.model.packing._core" in modules
+    assert not {m for m in modules if m.split(".")[0] in ("numba", "llvmlite", "platformdirs")}
+    assert "numpy.ma" not in modules
+    assert not {m for m in modules if m.startswith(("memplace.model.static",
+                                                    "memplace.model.residency",
+                                                    "memplace.model.packing.search",
+                                                    "memplace.model.packing.heuristics"))}
+
+
 def test_solve_reaches_a_solver_without_importing_the_harness(tmp_path):
     instance = tmp_path / "tiny.json"
     instance.write_text(json.dumps(tiny_instance_dict()))

@@ -28,6 +28,16 @@ def test_library_import_points_numba_at_the_user_cache_folder(tmp_path):
     assert Path(printed).is_dir()
 
 
+def test_the_folder_is_chosen_when_numba_is_imported_not_before(tmp_path):
+    """Importing memplace's model costs no digest of the source tree (`memplace pack`
+    never loads Numba); importing numba afterwards still caches in the user folder."""
+    code = ("import os, sys\nimport memplace.model\n"
+            "print('NUMBA_CACHE_DIR' in os.environ, 'platformdirs' in sys.modules)\n"
+            "import numba\nprint(numba.config.CACHE_DIR)")
+    assert _python(code, XDG_CACHE_HOME=str(tmp_path)).splitlines() == [
+        "False False", str(tmp_path / "memplace" / "numba" / source_digest())]
+
+
 def test_numba_imported_first_still_caches_in_the_user_folder(tmp_path):
     code = ("import numba\nimport memplace.bench.perf\n"
             "print(numba.config.CACHE_DIR)")
