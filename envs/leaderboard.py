@@ -26,7 +26,7 @@ from memplace.envs.instance_set import load_instance
 from memplace.envs.placement import padded_action
 from memplace.envs.residency import game_of
 from memplace.solvers import solve
-from memplace.solvers.residency.game import STAY, greedy_lookahead
+from memplace.solvers.residency.machinery.game import STAY, greedy_lookahead
 
 PLACEMENT_ID = "memplace/Placement-v0"
 RESIDENCY_ID = "memplace/Residency-v0"

@@ -1,6 +1,6 @@
 """`memplace/Residency-v0`: the mallocGame on memplace's residency problem.
 
-An episode plays `memplace.solvers.residency.game.ResidencyGame` on one instance:
+An episode plays `memplace.solvers.residency.machinery.game.ResidencyGame` on one instance:
 one step per buffer (tensor not homed in the fastest level that would save
 time there), in `msa`'s order (XLA's memory boundedness); a game with no such
 buffer is one step with only "stay home" legal; the action is `Discrete(1 + (levels - 1) * 4)`:
@@ -48,8 +48,8 @@ from gymnasium import spaces
 from memplace.envs.instance_set import InstanceSet, Limits
 from memplace.envs.observation import FLOAT_MAX, graph_observation, graph_space
 from memplace.model import Instance, rectify
-from memplace.solvers.residency.game import STAY, IllegalMove, ResidencyGame, n_actions
-from memplace.solvers.residency.msa import msa_solution
+from memplace.solvers.residency.machinery.game import STAY, IllegalMove, ResidencyGame, n_actions
+from memplace.solvers.residency.machinery.starts import msa_solution
 
 REWARDS = ("dense", "sparse")
 ILLEGAL = ("stay", "raise")

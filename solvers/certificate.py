@@ -5,7 +5,7 @@
   the same latency (spec section 9), so the residency optimum is at most the static one.
   Its certificate is its name: checking it is recomputing it.
 - `lp_dual`: the LP relaxation of a problem's MILP (static: `static/milp_highs.py`;
-  residency: `residency/relaxation.py` without its start and hold binaries), solved by
+  residency: `residency/machinery/relaxation.py` without its start and hold binaries), solved by
   HiGHS, and its row duals `y`. Checking needs no solver: rebuild the LP `min c'x + c0,
   rl <= Ax <= ru, cl <= x <= cu` from the instance, take the reduced costs `d = c - A'y`,
   and the dual objective `c0 + sum_i y_i (rl_i if y_i > 0 else ru_i) + sum_j d_j (cl_j if
@@ -30,7 +30,7 @@ import numpy as np
 from memplace.model import Instance
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers.highs import new_highs
-from memplace.solvers.residency import relaxation
+from memplace.solvers.residency.machinery import relaxation
 from memplace.solvers.static import milp_highs
 
 MARGIN = 1e-9

@@ -1,6 +1,6 @@
 """HiGHS (through highspy) as the MILPs of both problems use it: the static placement MILP
 (`static/milp_highs.py`, its LP relaxation) and the residency bound
-(`residency/relaxation.py`). Not a solver: it registers nothing; it lives beside the
+(`residency/machinery/relaxation.py`). Not a solver: it registers nothing; it lives beside the
 problems' solver packages so that neither imports the other's modules.
 """
 from __future__ import annotations

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memplace.solvers import Param, SearchContext, register
-from memplace.solvers.residency.game import ResidencyGame
-from memplace.solvers.residency.planner import (HOMES_PARAM, search_growing, ROLLOUTS, Incumbent, Rollout,
-                                                rollout_policy)
+from memplace.solvers.residency.machinery.game import ResidencyGame
+from memplace.solvers.residency.machinery.planner import (HOMES_PARAM, ROLLOUTS, Incumbent,
+                                                          Rollout, rollout_policy, search_growing)
 
 PARAMS = {
     "width": Param(4, int, 1, 1024, doc="positions kept after each buffer"),

@@ -30,10 +30,10 @@ from memplace.model.packing.heuristics import heuristic_offsets
 from memplace.model.residency import ResidencySolution, Window, producer_of, simulate, violations
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
-from memplace.solvers.residency.msa import msa_solution
-from memplace.solvers.residency.relaxation import (BOUND_MARGIN, BuildTimeout, Relaxation, tensor_accesses,
-                                                   estimated_columns, formulate, solve_relaxation)
-from memplace.solvers.residency.starts import finish_seconds, static_homes
+from memplace.solvers.residency.machinery.relaxation import (BOUND_MARGIN, BuildTimeout, Relaxation,
+                                                             estimated_columns, formulate,
+                                                             solve_relaxation, tensor_accesses)
+from memplace.solvers.residency.machinery.starts import finish_seconds, msa_solution, static_homes
 
 ON = 0.5  # a binary is 1 above this
 MAX_COLUMNS = 3_000_000  # larger models are not built: the closed-form bounds stand

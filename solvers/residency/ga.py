@@ -6,7 +6,7 @@ its decoding by msa's allocator and the operators are in `evolution.py`.
 from __future__ import annotations
 
 from memplace.solvers import SearchContext, register
-from memplace.solvers.residency.evolution import PARAMS, evolve, offer_msa
+from memplace.solvers.residency.machinery.evolution import PARAMS, evolve, offer_msa
 
 
 @register("ga", "DEAP genetic algorithm over a decoder encoding (buffer priority order, per-buffer "

@@ -7,7 +7,7 @@ placements. Here the population is the GA's decoder chromosomes (`evolution.py`)
 `solve()` (so each is validated before it is used), replace the weakest chromosomes:
 
 - the planner (`planner`: a solver searching the mallocGame, `beam` or `mcts`; "auto"
-  takes `beam` when it is registered and none otherwise), `planner_s` seconds a run;
+  takes `beam`), `planner_s` seconds a run;
 - the annealer `sa` with a new seed each time, for `sa_iterations` moves (then the run
   depends only on the seed) or, with `sa_iterations = 0` (the default), for `sa_share`
   of the time left (a run of the heuristic local search from msa's solution and the
@@ -23,15 +23,17 @@ whose offspring the GA then decodes with msa's allocator.
 from __future__ import annotations
 
 from memplace.model.residency import ResidencySolution
-from memplace.solvers import Param, ParameterError, SearchContext, register, solve, solvers_of
-from memplace.solvers.residency.evolution import PARAMS as GA_PARAMS
-from memplace.solvers.residency.evolution import evolve, offer_msa
+from memplace.solvers import (Param, ParameterError, SearchContext, register, registry, solve,
+                              solvers_of)
+from memplace.solvers.residency.beam import solve_beam
+from memplace.solvers.residency.machinery.evolution import PARAMS as GA_PARAMS
+from memplace.solvers.residency.machinery.evolution import evolve, offer_msa
+from memplace.solvers.residency.sa import solve_sa
 
-PLANNERS = ("beam", "mcts")
 PARAMS = {
     **GA_PARAMS,
     "planner": Param("auto", str, doc="residency solver searching the game whose solutions are "
-                                      "injected (beam, mcts, none; auto: beam if registered)"),
+                                      "injected (beam, mcts, none; auto: beam)"),
     "planner_s": Param(2.0, float, 0.01, doc="seconds of one planner run"),
     "sa_iterations": Param(0, int, 0, doc="moves of one injected sa run (0: sa_share of the "
                                           "time left instead)"),
@@ -41,13 +43,18 @@ PARAMS = {
 }
 
 
+def registered_name(fn) -> str:
+    """The name a residency solver function is registered under (`solve()` takes names)."""
+    return next(name for name, info in registry("residency").items() if info.fn is fn)
+
+
 def planner_name(name: str) -> str | None:
-    """The planner to run: None for "none" (or "auto" without a registered one)."""
+    """The planner to run: None for "none"."""
     known = solvers_of("residency")
     if name == "none":
         return None
     if name == "auto":
-        return next((p for p in PLANNERS if p in known), None)
+        return registered_name(solve_beam)
     if name not in known:
         raise ParameterError(f"hybrid: unknown residency solver {name!r} for 'planner'; "
                              f"known: {', '.join(sorted(known.names()))}")
@@ -66,6 +73,7 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: i
     ctx.notes["planner"] = chosen or "none"
     offer_msa(ctx)
     injected = {"planner": 0, "sa": 0}
+    sa = registered_name(solve_sa)
 
     def inject(gen: int) -> list[ResidencySolution]:
         if gen % inject_every or ctx.should_stop():
@@ -77,10 +85,10 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: i
             runs.append(("planner", chosen, limit, {}))
         if sa_iterations > 0:
             limit = None if ctx.time_limit is None else max(0.01, ctx.remaining())
-            runs.append(("sa", "sa", limit, {"iterations": sa_iterations,
-                                              "static_moves": static_moves}))
+            runs.append(("sa", sa, limit, {"iterations": sa_iterations,
+                                            "static_moves": static_moves}))
         elif sa_share > 0 and ctx.time_limit is not None:
-            runs.append(("sa", "sa", max(0.05, sa_share * ctx.remaining()),
+            runs.append(("sa", sa, max(0.05, sa_share * ctx.remaining()),
                          {"static_moves": static_moves}))
         for key, name, limit, params in runs:
             if ctx.should_stop():

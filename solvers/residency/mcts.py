@@ -27,9 +27,9 @@ import math
 import numpy as np
 
 from memplace.solvers import Param, SearchContext, register
-from memplace.solvers.residency.game import ResidencyGame
-from memplace.solvers.residency.planner import (HOMES_PARAM, search_growing, Incumbent, Rollout,
-                                                msa_order, msa_rollout)
+from memplace.solvers.residency.machinery.game import ResidencyGame
+from memplace.solvers.residency.machinery.planner import (HOMES_PARAM, Incumbent, Rollout,
+                                                          msa_order, msa_rollout, search_growing)
 
 PARAMS = {
     "simulations": Param(16, int, 1, 100_000, doc="tree-search iterations before each move"),

@@ -47,17 +47,11 @@ counterpart:
 """
 from __future__ import annotations
 
-import math
-import time
-
-from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
-from memplace.model.residency.simulation import details
 from memplace.solvers import Param, SearchContext, register
-from memplace.solvers.residency.allocation import MsaStats, assign_windows
-from memplace.solvers.residency.starts import finish_seconds, static_homes
+from memplace.solvers.residency.machinery.starts import (HOMES, finish_seconds, msa_solution,
+                                                         static_homes)
 
-HOMES = ("slowest", "compiler", "best")
 PARAMS = {
     "min_overlap": Param(0.8, float, 0.0, "preferred_overlap",
                          doc="a prefetch overlaps at least this many copy times"),
@@ -70,42 +64,6 @@ PARAMS = {
     "homes": Param("best", str, choices=HOMES,
                    doc="homes windows are added to: XLA's default memory, compiler's, or both"),
 }
-
-
-def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap: float = 1.5,
-                 max_overlap: float = 10.0, max_repacks: int = 16, homes: str = "best",
-                 deadline: float = math.inf) -> tuple[ResidencySolution, MsaStats]:
-    """XLA's memory-space assignment, or the static compiler placement when that is faster.
-
-    The latency is section 11's (simulated); `stats` says what was done and whether the
-    fall-back was taken. At `deadline` (a `time.perf_counter()` value) the allocation stops
-    where it is (`stats.truncated`); with two homes, each gets half the time left."""
-    began = time.perf_counter()
-    ratios = dict(min_overlap=min_overlap, preferred_overlap=preferred_overlap,
-                  max_overlap=max_overlap, max_repacks=max_repacks)
-    compiler = static_homes(instance, "compiler")
-    starts = []  # the compiler's homes first: the better use of a deadline that cuts short
-    if homes in ("compiler", "best"):
-        starts.append(("compiler", compiler))
-    if homes in ("slowest", "best"):
-        starts.append(("slowest", static_homes(instance, "all-slowest")))
-    best: tuple[ResidencySolution, MsaStats] | None = None
-    for j, (name, (place, offsets)) in enumerate(starts):
-        share = (deadline - time.perf_counter()) / (len(starts) - j)
-        sol, stats = assign_windows(instance, place, offsets, **ratios,
-                                    deadline=time.perf_counter() + share)
-        sol.latency = simulate(instance, sol)
-        stats.homes = name
-        if best is None or sol.latency < best[0].latency:
-            best = (sol, stats)
-    sol, stats = best
-    static = ResidencySolution(instance.name, compiler[0], compiler[1])
-    static.latency = simulate(instance, static)
-    if static.latency < sol.latency:
-        sol, stats = static, MsaStats(homes="compiler", fallback=True)
-    stats.waits = details(instance, sol).waits
-    stats.seconds = time.perf_counter() - began
-    return sol, stats
 
 
 @register("msa", "XLA's memory-space assignment: windows by memory boundedness, no-copy / "

@@ -46,8 +46,8 @@ import numpy as np
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Simulation, Window, lower_bound, simulate
 from memplace.solvers import Param, ParameterError, SearchContext, register
-from memplace.solvers.residency.layout import Layout
-from memplace.solvers.residency.starts import finish_seconds, msa_start, static_start
+from memplace.solvers.residency.machinery.layout import Layout
+from memplace.solvers.residency.machinery.starts import finish_seconds, msa_start, static_start
 
 HOMES = ("slowest", "compiler", "best")
 START_SHARE = 0.3  # of the time left, at most, for each start (msa's, the static one)

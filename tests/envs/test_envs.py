@@ -19,8 +19,8 @@ from memplace.instances import load
 from memplace.model import MemplaceError, latency, placement_errors
 from memplace.model.residency import validate
 from memplace.solvers import solve
-from memplace.solvers.residency.game import IllegalMove
-from memplace.solvers.residency.msa import msa_solution
+from memplace.solvers.residency.machinery.game import IllegalMove
+from memplace.solvers.residency.machinery.starts import msa_solution
 
 SMALL = ["resnet50@nnpi", "mobilenetv2@edge-npu"]  # three levels; addressed SRAM
 

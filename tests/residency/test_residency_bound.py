@@ -18,7 +18,7 @@ from memplace.model import Instance, rectify_capacity
 from memplace.model.residency import ResidencySolution, Window, simulate, validate
 from memplace.solvers import solve, solver_info
 from memplace.solvers.residency.bound import bound_and_incumbent, repair
-from memplace.solvers.residency.relaxation import formulate, solve_relaxation
+from memplace.solvers.residency.machinery.relaxation import formulate, solve_relaxation
 from randominst import random_instance_dict
 from residency_windows import random_windows
 

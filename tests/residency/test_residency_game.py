@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from memplace.instances import load
 from memplace.model import Instance, latency, rectify
 from memplace.model.residency import validate
-from memplace.solvers.residency.game import (KINDS, STAY, Block, IllegalMove, ResidencyGame,
-                                             action_of, best_fit_offset, buffer_order,
-                                             greedy_lookahead, play)
-from memplace.solvers.residency.interval_picker import IntervalPicker
-from memplace.solvers.residency.allocation import _Costs, boundedness_order
+from memplace.solvers.residency.machinery.game import (KINDS, STAY, Block, IllegalMove, ResidencyGame,
+                                                       action_of, best_fit_offset, buffer_order,
+                                                       greedy_lookahead, play)
+from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
+from memplace.solvers.residency.machinery.allocation import _Costs, boundedness_order
 from randominst import random_instance_dict
 
 

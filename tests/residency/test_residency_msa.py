@@ -14,10 +14,11 @@ from memplace.model import Instance, latency
 from memplace.model.core.errors import ParameterError
 from memplace.model.residency import simulate, validate
 from memplace.solvers import solver_info
-from memplace.solvers.residency.fast_memory import FastMemory, best_fit_gap
-from memplace.solvers.residency.interval_picker import IntervalPicker
-from memplace.solvers.residency.msa import assign_windows, msa_solution
-from memplace.solvers.residency.starts import static_homes
+from memplace.solvers.residency.machinery.fast_memory import FastMemory, best_fit_gap
+from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
+from memplace.solvers.residency.machinery.allocation import assign_windows
+from memplace.solvers.residency.machinery.starts import msa_solution
+from memplace.solvers.residency.machinery.starts import static_homes
 from randominst import random_instance_dict
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

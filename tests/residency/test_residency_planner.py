@@ -13,10 +13,10 @@ from memplace.model import Instance, rectify
 from memplace.model.residency import simulate, validate
 from memplace.solvers import SearchContext, solve
 from memplace.solvers.residency.beam import beam_search
-from memplace.solvers.residency.game import STAY, ResidencyGame, greedy_lookahead, play
+from memplace.solvers.residency.machinery.game import STAY, ResidencyGame, greedy_lookahead, play
 from memplace.solvers.residency.mcts import _Tree, mcts_search
-from memplace.solvers.residency.msa import msa_solution
-from memplace.solvers.residency.planner import Incumbent, msa_order, msa_rollout
+from memplace.solvers.residency.machinery.starts import msa_solution
+from memplace.solvers.residency.machinery.planner import Incumbent, msa_order, msa_rollout
 from randominst import random_instance_dict
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

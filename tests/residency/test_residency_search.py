@@ -11,10 +11,10 @@ from memplace.model import Instance
 from memplace.model.core.errors import ParameterError
 from memplace.model.residency import simulate, validate
 from memplace.solvers import solve
-from memplace.solvers.residency.allocation import assign_windows
-from memplace.solvers.residency.evolution import Decoder
+from memplace.solvers.residency.machinery.allocation import assign_windows
+from memplace.solvers.residency.machinery.evolution import Decoder
 from memplace.solvers.residency.sa import anneal
-from memplace.solvers.residency.starts import msa_start as msa_seed
+from memplace.solvers.residency.machinery.starts import msa_start as msa_seed
 from randominst import random_instance_dict
 
 BUDGET = {  # small, iteration-bounded budgets: each run ends long before its time limit

@@ -5,7 +5,9 @@ An independent check found that windows added to a static optimum gain under 0.5
 that starts from msa alone then spends its time re-finding the static homes. So the
 searches also start from the static problem's best placement (the static `sa` with a
 move budget, which makes the run depend only on its seed) with msa's allocator adding
-windows over those homes. Other solvers run through `solve()` only.
+windows over those homes. msa is computed here (`msa_solution`: the `msa` solver, the
+searches, the bound, the planners and the environment start from it); static solvers, of
+the other problem, run through `solve()`.
 """
 from __future__ import annotations
 
@@ -16,8 +18,11 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, simulate
+from memplace.model.residency.simulation import details
 from memplace.solvers import solve
-from memplace.solvers.residency.allocation import assign_windows
+from memplace.solvers.residency.machinery.allocation import MsaStats, assign_windows
+
+HOMES = ("slowest", "compiler", "best")  # msa's homes: XLA's default memory, compiler's, both
 
 
 def finish_seconds(instance: Instance) -> float:
@@ -32,10 +37,47 @@ def _limit(seconds: float | None) -> float | None:
 
 
 def msa_start(instance: Instance, homes: str = "best", seconds: float | None = None) -> ResidencySolution:
-    """msa's solution, run through solve() (so it is validated) within `seconds` (None:
-    no limit), its latency set."""
-    return solve(instance, "msa", time_limit=_limit(seconds), problem="residency",
-                 homes=homes).to_solution()
+    """msa's solution (`msa_solution`, XLA's ratios) within `seconds` (None: no limit),
+    its latency set."""
+    finite = seconds is not None and math.isfinite(seconds)
+    deadline = time.perf_counter() + seconds if finite else math.inf
+    return msa_solution(instance, homes=homes, deadline=deadline)[0]
+
+
+def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap: float = 1.5,
+                 max_overlap: float = 10.0, max_repacks: int = 16, homes: str = "best",
+                 deadline: float = math.inf) -> tuple[ResidencySolution, MsaStats]:
+    """XLA's memory-space assignment, or the static compiler placement when that is faster.
+
+    The latency is section 11's (simulated); `stats` says what was done and whether the
+    fall-back was taken. At `deadline` (a `time.perf_counter()` value) the allocation stops
+    where it is (`stats.truncated`); with two homes, each gets half the time left."""
+    began = time.perf_counter()
+    ratios = dict(min_overlap=min_overlap, preferred_overlap=preferred_overlap,
+                  max_overlap=max_overlap, max_repacks=max_repacks)
+    compiler = static_homes(instance, "compiler")
+    starts = []  # the compiler's homes first: the better use of a deadline that cuts short
+    if homes in ("compiler", "best"):
+        starts.append(("compiler", compiler))
+    if homes in ("slowest", "best"):
+        starts.append(("slowest", static_homes(instance, "all-slowest")))
+    best: tuple[ResidencySolution, MsaStats] | None = None
+    for j, (name, (place, offsets)) in enumerate(starts):
+        share = (deadline - time.perf_counter()) / (len(starts) - j)
+        sol, stats = assign_windows(instance, place, offsets, **ratios,
+                                    deadline=time.perf_counter() + share)
+        sol.latency = simulate(instance, sol)
+        stats.homes = name
+        if best is None or sol.latency < best[0].latency:
+            best = (sol, stats)
+    sol, stats = best
+    static = ResidencySolution(instance.name, compiler[0], compiler[1])
+    static.latency = simulate(instance, static)
+    if static.latency < sol.latency:
+        sol, stats = static, MsaStats(homes="compiler", fallback=True)
+    stats.waits = details(instance, sol).waits
+    stats.seconds = time.perf_counter() - began
+    return sol, stats
 
 
 def static_homes(instance: Instance, solver: str, seconds: float | None = None,

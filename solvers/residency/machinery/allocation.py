@@ -21,8 +21,8 @@ import numpy as np
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, producer_of
 from memplace.model.residency.simulation import Simulation
-from memplace.solvers.residency.fast_memory import FastMemory
-from memplace.solvers.residency.interval_picker import IntervalPicker
+from memplace.solvers.residency.machinery.fast_memory import FastMemory
+from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
 
 
 @dataclass

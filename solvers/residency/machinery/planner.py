@@ -29,9 +29,8 @@ from memplace.model.instance import Instance
 from memplace.model.residency import lower_bound
 from memplace.model.residency.simulation import Simulation, details
 from memplace.solvers import Param, SearchContext
-from memplace.solvers.residency.game import KINDS, STAY, ResidencyGame
-from memplace.solvers.residency.msa import msa_solution
-from memplace.solvers.residency.starts import static_homes
+from memplace.solvers.residency.machinery.game import KINDS, STAY, ResidencyGame
+from memplace.solvers.residency.machinery.starts import msa_solution, static_homes
 
 HOMES = ("compiler", "slowest", "both")
 ROLLOUTS = ("msa", "none")

@@ -27,7 +27,7 @@ import numpy as np
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, producer_of
 from memplace.model.residency.validation import NEVER
-from memplace.solvers.residency.fast_memory import best_fit_gap
+from memplace.solvers.residency.machinery.fast_memory import best_fit_gap
 
 
 class Layout:

@@ -41,8 +41,8 @@ from deap import base, creator, tools
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.solvers import Param, SearchContext
-from memplace.solvers.residency.allocation import assign_windows, buffer_order, op_elapsed
-from memplace.solvers.residency.starts import finish_seconds, msa_start, static_homes
+from memplace.solvers.residency.machinery.allocation import assign_windows, buffer_order, op_elapsed
+from memplace.solvers.residency.machinery.starts import finish_seconds, msa_start, static_homes
 
 if not hasattr(creator, "ResidencyFitness"):
     creator.create("ResidencyFitness", base.Fitness, weights=(-1.0,))

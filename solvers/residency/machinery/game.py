@@ -54,10 +54,10 @@ import numpy as np
 from memplace.model.core.errors import MemplaceError
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
-from memplace.solvers.residency.allocation import _Costs
-from memplace.solvers.residency.fast_memory import best_fit_gap
-from memplace.solvers.residency.interval_picker import IntervalPicker
-from memplace.solvers.residency.starts import static_homes
+from memplace.solvers.residency.machinery.allocation import _Costs
+from memplace.solvers.residency.machinery.fast_memory import best_fit_gap
+from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
+from memplace.solvers.residency.machinery.starts import static_homes
 
 STAY = 0
 KINDS = ("defining", "late", "preferred", "earliest")

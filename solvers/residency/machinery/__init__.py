@@ -1,0 +1,15 @@
+"""What the residency solvers are built on; no module here registers a solver.
+
+- `fast_memory.py`, `layout.py`: which bytes of a fast level are in use;
+- `interval_picker.py`, `allocation.py`: msa's allocator (XLA's prefetch interval
+  picker and the window assignment over given homes);
+- `starts.py`: the starting solutions every residency search shares (msa's, the static
+  optimum with windows);
+- `evolution.py`: the GA's chromosome, decoder and operators (`ga`, `hybrid`);
+- `game.py`, `planner.py`: the mallocGame and what the planners (`beam`, `mcts`) share;
+- `relaxation.py`: the MILP relaxation of the simulator (`bound`, the certificates).
+
+The solvers sit one folder up, one module each (`msa`, `sa`, `ga`, `hybrid`, `beam`,
+`mcts`, `bound`, `baselines`); a solver that starts from another's solution imports the
+function here that computes it.
+"""
