@@ -9,6 +9,12 @@ Any one ranking has a heavy tail of search times; fresh random rankings each
 round make a long run of bad luck unlikely instead of certain. Exhausting the search without
 a limit stop proves infeasibility. Optionally two threads run disjoint shares
 of the configurations; the first to settle the question stops the other.
+
+With slack (a capacity above the part's peak live size) each configuration runs at the
+peak first, where the section bound prunes hardest; a packing there fits the capacity.
+A *perfect tiling* (the same live size in every section) also gets, each round, a slice
+of the time-major search of `tiling`, which is complete for such parts: it proves or
+refutes a packing at the peak where the offset-major search may thrash.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from memplace.model.packing.ordering import static_orders as _static_orders
 from memplace.model.packing.ordering import time_points
 from memplace.model.packing.compiled import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED,
                                              TIME_LIMIT, search)
+from memplace.model.packing.tiling import is_perfect, tile
 
 __all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "lowest_height",
            "search_workers"]
@@ -36,6 +43,12 @@ CONFIGS = ((0, True), (1, True), (1, False), (2, False))
 RANDOM_PER_ROUND = 4
 LIMIT_GROWTH = 2
 SEED = 20231
+# the time-major tiling search (perfect tilings only): parts of at most TILING_MAX buffers,
+# 1/TILING_SHARE of each round's node limit, at least TILING_MIN_NODES. Added after the
+# held-out "tight" family (committed before) timed out in the offset-major search.
+TILING_MAX = 5000
+TILING_SHARE = 10
+TILING_MIN_NODES = 200
 
 
 def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
@@ -51,6 +64,15 @@ def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
         reach = uppers[i] if reach is None else max(reach, uppers[i])
     parts.append(order[start:])
     return [np.sort(p) for p in parts if p.size]
+
+
+def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
+    """The peak live size: no packing is lower."""
+    points = np.unique(np.concatenate([lowers, uppers]))
+    delta = np.zeros(points.size, np.int64)
+    np.add.at(delta, np.searchsorted(points, lowers), sizes)
+    np.add.at(delta, np.searchsorted(points, uppers), -sizes)
+    return int(np.cumsum(delta).max()) if sizes.size else 0
 
 
 def _overlaps(lowers: np.ndarray, uppers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -130,26 +152,57 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
         return rank, j % 2 == 0, _prepare(sizes[rank], lowers[rank], uppers[rank],
                                           alignments[rank])
 
+    # with slack, first the tightest height that can pack (the peak live size): the section
+    # bound and the tiling rule prune hardest there, and what packs there packs within the
+    # capacity; each round runs both heights until the lower one is proven infeasible
+    peak = _peak(sizes, lowers, uppers)
+    heights = [peak, capacity] if peak < capacity else [capacity]
+    # a perfect tiling (the same live size everywhere) also gets the time-major search of
+    # `tiling`, a tenth of each round's node limit (its nodes cost more), on worker 0
+    tiling = [sizes.size <= TILING_MAX and peak <= capacity and is_perfect(sizes, lowers, uppers)]
+
+    def tile_round(limit: int):
+        status, offsets, used = tile(sizes, lowers, uppers, alignments, peak,
+                                     None if deadline < 0 else deadline,
+                                     max(TILING_MIN_NODES, limit // TILING_SHARE))
+        if status == INFEASIBLE:
+            tiling[0] = False  # proven: nothing packs at the peak
+            if peak in heights and peak < capacity:
+                heights.remove(peak)
+        return status, offsets, used
+
     def stream(worker: int):
         nodes = 0
         limit = node_limit
         round_no = 0
         while True:
+            if worker == 0 and tiling[0]:
+                status, offsets, used = tile_round(limit)
+                nodes += used
+                if status == PACKED or (status == INFEASIBLE and peak == capacity) or \
+                        status == TIME_LIMIT:
+                    stop[0] = 1
+                    return status, offsets, nodes
             for k in range(worker, len(CONFIGS) + RANDOM_PER_ROUND, workers):
                 rank, valley_first, prep = ranking(round_no, k)
-                ranked = np.full(sizes.size, -1, np.int64)
-                status, used = search(sizes[rank], alignments[rank], *prep, np.int64(capacity),
-                                      valley_first, np.int64(limit), float(deadline), stop,
-                                      ranked)
-                nodes += used
-                if status == STOPPED:
-                    return status, None, nodes
-                if status in (PACKED, INFEASIBLE, TIME_LIMIT):
-                    stop[0] = 1
-                    offsets = np.full(sizes.size, -1, np.int64)
-                    if status == PACKED:
-                        offsets[rank] = ranked
-                    return status, offsets, nodes
+                for height in list(heights):
+                    ranked = np.full(sizes.size, -1, np.int64)
+                    status, used = search(sizes[rank], alignments[rank], *prep,
+                                          np.int64(height), valley_first, np.int64(limit),
+                                          float(deadline), stop, ranked)
+                    nodes += used
+                    if status == STOPPED:
+                        return status, None, nodes
+                    if status == INFEASIBLE and height < capacity:
+                        if height in heights:
+                            heights.remove(height)  # not at the peak: the capacity alone
+                        continue
+                    if status in (PACKED, INFEASIBLE, TIME_LIMIT):
+                        stop[0] = 1
+                        offsets = np.full(sizes.size, -1, np.int64)
+                        if status == PACKED:
+                            offsets[rank] = ranked
+                        return status, offsets, nodes
             limit *= LIMIT_GROWTH
             round_no += 1
 
