@@ -68,7 +68,7 @@ def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
 
 def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
     """The peak live size: no packing is lower."""
-    points = np.unique(np.concatenate([lowers, uppers]))
+    points = time_points(lowers, uppers)
     delta = np.zeros(points.size, np.int64)
     np.add.at(delta, np.searchsorted(points, lowers), sizes)
     np.add.at(delta, np.searchsorted(points, uppers), -sizes)

@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from memplace.model.packing.ordering import time_points
 from memplace.model.packing.rules import INFEASIBLE, NODE_LIMIT, PACKED, TIME_LIMIT
 SUBSET_BITS = 1 << 16  # gaps longer than this many size units skip the subset-sum check
 
@@ -36,7 +37,7 @@ def is_perfect(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> boo
     the last end (the sections where the buffers live at all)."""
     if sizes.size == 0:
         return False
-    points = np.unique(np.concatenate([lowers, uppers]))
+    points = time_points(lowers, uppers)
     delta = np.zeros(points.size, np.int64)
     np.add.at(delta, np.searchsorted(points, lowers), sizes)
     np.add.at(delta, np.searchsorted(points, uppers), -sizes)
@@ -54,7 +55,7 @@ def tile(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, alignments: 
     offsets = np.full(n, -1, np.int64)
     sizes_l = [int(x) for x in sizes]
     align_l = [int(x) for x in alignments]
-    points = np.unique(np.concatenate([lowers, uppers]))
+    points = time_points(lowers, uppers)
     lo = [int(x) for x in np.searchsorted(points, lowers)]
     hi = [int(x) for x in np.searchsorted(points, uppers)]
     nsec = points.size - 1
