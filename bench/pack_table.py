@@ -63,6 +63,8 @@ class Row:
     gap_pct: float     # (height - bound) / bound, in percent; 0 at the bound
     seconds: float
     minimalloc_s: str  # MiniMalloc's published time, where the paper gives one
+    minimalloc_here_s: str = ""  # MiniMalloc run beside memplace (--minimalloc), seconds
+    minimalloc_here: str = ""    # and its status
 
 
 def minimalloc_instances(folder: Path = CHALLENGING, which: str = "minimalloc"
@@ -98,8 +100,9 @@ def instances(which: str, folder: Path = CHALLENGING) -> list[Instance]:
 
 
 def run(instance: Instance, time_limit: float, method: str = "exact",
-        workers: int | None = None) -> Row:
-    """Pack one instance (minimise its height when it has no capacity) and check the result."""
+        workers: int | None = None, minimalloc: str | None = None) -> Row:
+    """Pack one instance (minimise its height when it has no capacity) and check the result;
+    with `minimalloc` (a MiniMalloc binary), also run it on fixed-capacity instances."""
     start = time.perf_counter()
     if instance.capacity is None:
         with search_workers(workers):
@@ -118,27 +121,32 @@ def run(instance: Instance, time_limit: float, method: str = "exact",
         elif instance.capacity is None:
             status = "optimal" if result.height == bound else "gap"
     gap = 100.0 * (result.height - bound) / bound if status in ("optimal", "gap") and bound else 0.0
+    here_s = here = ""
+    if minimalloc is not None and instance.capacity is not None:
+        from memplace.bench.minimalloc_side import run_minimalloc
+        here, took = run_minimalloc(minimalloc, instance.buffers, instance.capacity, time_limit)
+        here_s = f"{took:.3f}"
     return Row(instance.set, instance.name, len(instance.buffers),
                "" if instance.capacity is None else str(instance.capacity), status,
                int(result.height), int(bound), round(gap, 4), round(seconds, 3),
                "" if instance.set != "minimalloc" else
-               str(MINIMALLOC_SECONDS.get(instance.name, "")))
+               str(MINIMALLOC_SECONDS.get(instance.name, "")), here_s, here)
 
 
 def rows(which: str, time_limit: float, method: str = "exact", workers: int | None = None,
-         folder: Path = CHALLENGING) -> Iterator[Row]:
+         folder: Path = CHALLENGING, minimalloc: str | None = None) -> Iterator[Row]:
     for instance in instances(which, folder):
-        yield run(instance, time_limit, method, workers)
+        yield run(instance, time_limit, method, workers, minimalloc)
 
 
 COLUMNS = ("set", "instance", "buffers", "capacity", "status", "height", "bound", "gap_pct",
-           "seconds", "minimalloc_s")
+           "seconds", "minimalloc_s", "minimalloc_here_s", "minimalloc_here")
 
 
 def text_line(row: Row | None) -> str:
     """One aligned line of the printed table (the header for None)."""
     values = COLUMNS if row is None else [str(v) for v in asdict(row).values()]
-    widths = (10, 22, 7, 9, 10, 11, 11, 8, 8, 12)
+    widths = (10, 22, 7, 9, 10, 11, 11, 8, 8, 12, 17, 15)
     return " ".join(v.ljust(w) if k < 2 or k == 4 else v.rjust(w)
                     for k, (v, w) in enumerate(zip(values, widths)))
 
@@ -158,7 +166,10 @@ def write_results(folder: Path, table: Sequence[Row], command: str, time_limit: 
     lines = [f"Written by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
              f"{os.cpu_count()} cores, load average {load:.1f} when it ended; time limit "
              f"{time_limit:g} s per instance. `seconds` is memplace's wall time in the process "
-             "(reading the file excluded); `minimalloc_s` is MiniMalloc's published time.", "",
+             "(reading the file excluded); `minimalloc_s` is MiniMalloc's published time; "
+             "`minimalloc_here_s` and `minimalloc_here` are MiniMalloc run beside it on this "
+             "machine (`--minimalloc BINARY`; its own solve time, its packing re-checked by "
+             "memplace), blank when not run.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in table:
         lines.append("| " + " | ".join(str(v) for v in asdict(row).values()) + " |")

@@ -102,8 +102,13 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
                    "`memplace pack` on A and F) and print their peak memory.")
 @click.option("--runs", type=count(100), default=5, show_default=True,
               help="Processes per --startup figure.")
+@click.option("--minimalloc", "minimalloc", type=click.Path(dir_okay=False), default=None,
+              help="A MiniMalloc binary (github.com/google/minimalloc, built by you): run it "
+                   "beside memplace on every fixed-capacity instance, same time limit, its "
+                   "packing re-checked.")
 def pack_bench_command(which: str, bench_dir: str | None, method: str, time_limit: float,
-                       workers: int | None, out: str | None, startup: bool, runs: int) -> None:
+                       workers: int | None, out: str | None, startup: bool, runs: int,
+                       minimalloc: str | None) -> None:
     """Pack benchmark instances and print memplace's result and time beside MiniMalloc's
     published time; every packing is re-checked independently (INVALID if wrong)."""
     from memplace.bench import pack_table
@@ -122,7 +127,7 @@ def pack_bench_command(which: str, bench_dir: str | None, method: str, time_limi
     folder = Path(bench_dir) if bench_dir is not None else pack_table.CHALLENGING
     table = []
     click.echo(pack_table.text_line(None))
-    for row in pack_table.rows(which, time_limit, method, workers, folder):
+    for row in pack_table.rows(which, time_limit, method, workers, folder, minimalloc):
         table.append(row)
         click.echo(pack_table.text_line(row))
     if out is not None:
