@@ -9,8 +9,9 @@ Sets:
 - `families`: the held-out families of `memplace.model.packing.families` (KV caches,
   pipeline stages, tiny among huge buffers, 99.9%-tight), committed as files before the
   search was tuned on them;
-- `traces`: idealloc's compiler traces (no capacity: minimise the height; the bound is
-  the peak live size, raised by every height the search proves infeasible).
+- `traces`: idealloc's compiler traces and a generated one of 10^5 buffers shaped like
+  them (`generate.compiler_trace`); no capacity: minimise the height; the bound is the
+  peak live size, raised by every height the search proves infeasible.
 
 Every packing is re-checked by `check_packing`, independently of the packer; a wrong
 one shows as INVALID.
@@ -30,7 +31,7 @@ from memplace.model.core.files import atomic_write
 from memplace.model.packing import BENCHMARKS
 from memplace.model.packing.buffers import Buffer
 from memplace.model.packing.exact import search_workers
-from memplace.model.packing.generate import heldout_set
+from memplace.model.packing.generate import compiler_trace, heldout_set
 from memplace.model.packing.minimalloc_csv import read_buffers
 from memplace.model.packing.packers import check_packing, minimize, pack, peak_live_size
 
@@ -41,6 +42,8 @@ CHALLENGING = BENCHMARKS / "minimalloc" / "challenging"
 FAMILIES = BENCHMARKS / "families"
 TRACES = BENCHMARKS / "idealloc"
 SETS = ("minimalloc", "heldout", "families", "traces")
+# generated compiler-shaped traces minimised beside idealloc's (buffers, seed)
+GENERATED_TRACES = ((100_000, 1),)
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,9 @@ def instances(which: str, folder: Path = CHALLENGING) -> list[Instance]:
     if which in ("traces", "all"):
         out += [Instance("traces", p.stem, read_buffers(p).buffers, None)
                 for p in sorted(TRACES.glob("*.csv"))]
+        for size, seed in GENERATED_TRACES:
+            got = compiler_trace(size, seed)
+            out.append(Instance("traces", got.name, got.buffers, None))
     return out
 
 

@@ -138,7 +138,8 @@ def pack_bench_command(which: str, bench_dir: str | None, method: str, time_limi
 
 
 @click.command("pack-generate")
-@click.argument("kind", type=click.Choice(["cut", "cutpw", "act", "kv", "pipe", "tiny", "tight"]))
+@click.argument("kind", type=click.Choice(["cut", "cutpw", "act", "kv", "pipe", "tiny", "tight",
+                                         "trace"]))
 @click.argument("size", type=click.IntRange(1, 10**6))
 @click.argument("seed", type=click.IntRange(0, 2**63 - 1))
 @click.option("-o", "--output", type=click.Path(), required=True,
@@ -151,7 +152,8 @@ def pack_generate_command(kind: str, size: int, seed: int, output: str,
     """Write a generated instance: KIND cut/cutpw (SIZE buffers tiling capacity x horizon, so
     the optimum is the capacity), act (SIZE operators of activation lifetimes), or a family
     of memplace.model.packing.families: kv (SIZE decode steps), pipe (SIZE micro-batches),
-    tiny (SIZE buffers), tight (SIZE operators, capacity with 0.1% slack)."""
+    tiny (SIZE buffers), tight (SIZE operators, capacity with 0.1% slack); or trace (SIZE
+    buffers of a training step shaped like the compiler traces; minimise it)."""
     from memplace.model.packing.generate import generate, write_csv
     got = generate(kind, size, seed)
     if Path(output).is_dir():

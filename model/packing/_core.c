@@ -190,11 +190,187 @@ static int cmp_i64(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* The union tree: where first/best fit puts a buffer, in time independent of how many    */
+/* placed buffers overlap it.                                                             */
+/*
+ * The offset index above returns every placed buffer that overlaps the query and sorts
+ * them: its work is the number of overlapping pairs, which on a compiler trace of 10^5
+ * buffers with long-lived ones (gradients alive to the end, activations saved for the
+ * backward pass) runs to 10^9. Only the union of their address ranges matters, so here
+ * each buffer is filed under the O(log T) nodes of a segment tree over time steps whose
+ * ranges its lifespan covers (`cover`), and every node also keeps the union of the
+ * ranges filed at or below it (`sub`), both as sorted disjoint ranges (union_add; a
+ * zero-size buffer is a point that splits a gap, as in the sorted scan). The buffers
+ * overlapping steps [s, e] are those filed at or under the canonical nodes of [s, e]
+ * (their `sub`) or above them (the ancestors' `cover`): at most 4 log T lists. First
+ * fit walks their gaps together from offset 0 without merging them and stops at the
+ * first that fits; best fit, which looks at every gap, sorts their ranges (far fewer
+ * than the overlapping buffers: unions coalesce) and scans them once. The gaps, their widths
+ * and the choice among them are those of the sorted scan (index_fit), except that a gap
+ * is taken only if the buffer ends within the capacity (the same whenever every placed
+ * buffer does, as in place_in_order; place_around may hold fixed buffers above it).
+ * A new buffer of size 0 still asks the offset index (kept beside it only when some
+ * buffer has size 0): it may sit where a range starts, and under best fit the gaps of
+ * width 0 between touching ranges, which the unions merge away, can decide it.
+ */
+
+typedef struct { i64 *lo, *hi, n, cap; } Ranges;
+
+typedef struct {
+    i64 leaves;
+    Ranges *cover, *sub;
+    i64 *stamp, clock;      /* per node: last query/insert that visited it */
+    i64 *nodes;             /* canonical nodes of one interval */
+    Ranges **lists;         /* the lists of one query */
+    i64 *pairs, pairs_cap;  /* their ranges, sorted for best fit */
+} UnionTree;
+
+static void ut_free(UnionTree *T) {
+    if (T->cover) for (i64 k = 0; k < 2 * T->leaves; k++) { free(T->cover[k].lo); free(T->cover[k].hi); }
+    if (T->sub) for (i64 k = 0; k < 2 * T->leaves; k++) { free(T->sub[k].lo); free(T->sub[k].hi); }
+    free(T->cover); free(T->sub); free(T->stamp); free(T->nodes); free(T->lists);
+    free(T->pairs);
+}
+
+static int ut_init(UnionTree *T, i64 n_steps) {
+    memset(T, 0, sizeof *T);
+    i64 leaves = 1;
+    while (leaves < n_steps) leaves *= 2;
+    T->leaves = leaves;
+    T->cover = calloc(2 * leaves, sizeof(Ranges));
+    T->sub = calloc(2 * leaves, sizeof(Ranges));
+    T->stamp = calloc(2 * leaves, sizeof(i64));
+    T->nodes = malloc(sizeof(i64) * 160);
+    T->lists = malloc(sizeof(Ranges *) * 640);
+    if (!T->cover || !T->sub || !T->stamp || !T->nodes || !T->lists) { ut_free(T); return -1; }
+    return 0;
+}
+
+static int ranges_add(Ranges *R, i64 a, i64 b) {
+    if (R->n + 1 > R->cap) {
+        i64 cap = R->cap ? 2 * R->cap : 4;
+        i64 *lo = realloc(R->lo, sizeof(i64) * cap);
+        if (!lo) return -1;
+        R->lo = lo;
+        i64 *hi = realloc(R->hi, sizeof(i64) * cap);
+        if (!hi) return -1;
+        R->hi = hi; R->cap = cap;
+    }
+    union_add(R->lo, R->hi, &R->n, a, b);
+    return 0;
+}
+
+/* the canonical nodes of leaves [s, e] into T->nodes; their count */
+static i64 ut_canonical(UnionTree *T, i64 s, i64 e) {
+    i64 c = 0, l = s + T->leaves, r = e + T->leaves + 1;
+    while (l < r) {
+        if (l & 1) T->nodes[c++] = l++;
+        if (r & 1) T->nodes[c++] = --r;
+        l >>= 1; r >>= 1;
+    }
+    return c;
+}
+
+static int ut_add(UnionTree *T, i64 s, i64 e, i64 a, i64 b) {
+    i64 c = ut_canonical(T, s, e);
+    i64 clock = ++T->clock;
+    for (i64 k = 0; k < c; k++) {
+        if (ranges_add(&T->cover[T->nodes[k]], a, b)) return -1;
+        for (i64 x = T->nodes[k]; x >= 1 && T->stamp[x] != clock; x >>= 1) {
+            T->stamp[x] = clock;
+            if (ranges_add(&T->sub[x], a, b)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* first k with R->lo[k] > x */
+static inline i64 first_above(const Ranges *R, i64 x) { return upper_bound(R->lo, R->n, x); }
+
+static i64 ut_fit(UnionTree *T, i64 s, i64 e, i64 need, i64 alignment, i64 capacity,
+                  int best_fit) {
+    i64 c = ut_canonical(T, s, e), k = 0;
+    i64 clock = ++T->clock;
+    for (i64 j = 0; j < c; j++) {
+        i64 q = T->nodes[j];
+        if (T->sub[q].n) T->lists[k++] = &T->sub[q];
+        for (i64 x = q >> 1; x >= 1 && T->stamp[x] != clock; x >>= 1) {
+            T->stamp[x] = clock;
+            if (T->cover[x].n) T->lists[k++] = &T->cover[x];
+        }
+    }
+    if (best_fit) {
+        /* best fit looks at every gap: sort the ranges once and scan them in one pass (as
+           index_fit); first fit stops at the first gap that fits, walked below */
+        i64 total = 0;
+        for (i64 j = 0; j < k; j++) total += T->lists[j]->n;
+        if (total > T->pairs_cap) {
+            i64 cap = 2 * total;
+            i64 *p = realloc(T->pairs, sizeof(i64) * 2 * cap);
+            if (!p) return -2;
+            T->pairs = p; T->pairs_cap = cap;
+        }
+        i64 c2 = 0;
+        for (i64 j = 0; j < k; j++)
+            for (i64 i = 0; i < T->lists[j]->n; i++) {
+                T->pairs[2 * c2] = T->lists[j]->lo[i];
+                T->pairs[2 * c2 + 1] = T->lists[j]->hi[i];
+                c2++;
+            }
+        qsort(T->pairs, (size_t)c2, 2 * sizeof(i64), cmp_pair);
+        i64 best = -1, best_gap = 0, cursor = 0;
+        for (i64 i = 0; i <= c2; i++) {
+            int top = i == c2;
+            i64 a = top ? capacity : T->pairs[2 * i];
+            i64 at = round_up(cursor, alignment);
+            if (at + need > capacity) return best;
+            if (at + need <= a) {
+                if (!best_fit) return at;
+                if (best < 0 || a - cursor < best_gap) { best = at; best_gap = a - cursor; }
+            }
+            if (!top && T->pairs[2 * i + 1] > cursor) cursor = T->pairs[2 * i + 1];
+        }
+        return best;
+    }
+    i64 best = -1, best_gap = 0, x = 0;
+    for (;;) {
+        /* step over every range that holds x (lo <= x < hi), in every list */
+        int moved = 1;
+        while (moved) {
+            moved = 0;
+            for (i64 j = 0; j < k; j++) {
+                const Ranges *R = T->lists[j];
+                i64 i = first_above(R, x) - 1;
+                if (i >= 0 && R->hi[i] > x) { x = R->hi[i]; moved = 1; }
+            }
+        }
+        i64 end = INT64_MAX;  /* the next obstacle above x: the gap is [x, end) */
+        for (i64 j = 0; j < k; j++) {
+            const Ranges *R = T->lists[j];
+            i64 i = first_above(R, x);
+            if (i < R->n && R->lo[i] < end) end = R->lo[i];
+        }
+        int top = end == INT64_MAX;
+        if (top) end = capacity;
+        i64 at = round_up(x, alignment);
+        if (at + need > capacity) return best;  /* every later gap starts higher */
+        if (at + need <= end) {
+            if (!best_fit) return at;
+            if (best < 0 || end - x < best_gap) { best = at; best_gap = end - x; }
+        }
+        if (top) return best;
+        x = end;
+    }
+}
+
 /* offsets[b] for buffers placed in `order`; -1 = did not fit. Returns -1 on no memory. */
-static int place_in_order_c(const i64 *order, i64 n_order, i64 n, const i64 *sizes,
-                            const i64 *lowers, const i64 *uppers, const i64 *aligns,
-                            i64 capacity, int best_fit, i64 *offsets) {
-    for (i64 k = 0; k < n; k++) offsets[k] = -1;
+/* `keep`: the buffers whose offsets[] is already >= 0 stay where they are (placed first);
+   the others start at -1 (place_around). Without `keep` every offset starts at -1. */
+static int place_core(const i64 *order, i64 n_order, i64 n, const i64 *sizes,
+                      const i64 *lowers, const i64 *uppers, const i64 *aligns,
+                      i64 capacity, int best_fit, i64 *offsets, int keep) {
+    for (i64 k = 0; k < n; k++) if (!keep || offsets[k] < 0) offsets[k] = -1;
     if (n == 0) return 0;
     i64 *points = malloc(sizeof(i64) * 2 * n);
     i64 *first = malloc(sizeof(i64) * n), *last = malloc(sizeof(i64) * n);
@@ -212,21 +388,43 @@ static int place_in_order_c(const i64 *order, i64 n_order, i64 n, const i64 *siz
         span_lo = imin(span_lo, first[k]);
         span_hi = imax(span_hi, last[k]);
     }
+    int zero = 0;  /* a buffer of size 0 asks the offset index */
+    for (i64 k = 0; k < n && !zero; k++) zero = sizes[k] == 0;
     OffsetIndex ix;
-    if (index_init(&ix, span_hi + 1, n, span_lo, span_hi)) {
+    UnionTree T;
+    if (zero && index_init(&ix, span_hi + 1, n, span_lo, span_hi)) {
         free(points); free(first); free(last); return -1;
     }
-    for (i64 k = 0; k < n_order; k++) {
+    int rc = ut_init(&T, span_hi + 1);
+    for (i64 b = 0; !rc && keep && b < n; b++)
+        if (offsets[b] >= 0) {
+            if (zero) index_add(&ix, b, first[b], last[b], offsets[b], sizes[b]);
+            rc = ut_add(&T, first[b], last[b], offsets[b], offsets[b] + sizes[b]);
+        }
+    for (i64 k = 0; !rc && k < n_order; k++) {
         i64 b = order[k];
-        i64 at = index_fit(&ix, first[b], last[b], sizes[b], aligns[b], capacity, best_fit,
-                           first, last, offsets, sizes);
+        if (keep && offsets[b] >= 0) continue;  /* fixed */
+        i64 at = zero && sizes[b] == 0 ?
+            index_fit(&ix, first[b], last[b], 0, aligns[b], capacity, best_fit, first, last,
+                      offsets, sizes) :
+            ut_fit(&T, first[b], last[b], sizes[b], aligns[b], capacity, best_fit);
+        if (at == -2) { rc = -1; break; }
         if (at < 0) continue;
         offsets[b] = at;
-        index_add(&ix, b, first[b], last[b], at, sizes[b]);
+        if (zero) index_add(&ix, b, first[b], last[b], at, sizes[b]);
+        rc = ut_add(&T, first[b], last[b], at, at + sizes[b]);
     }
-    index_free(&ix);
+    if (zero) index_free(&ix);
+    ut_free(&T);
     free(points); free(first); free(last);
-    return 0;
+    return rc ? -1 : 0;
+}
+
+static int place_in_order_c(const i64 *order, i64 n_order, i64 n, const i64 *sizes,
+                            const i64 *lowers, const i64 *uppers, const i64 *aligns,
+                            i64 capacity, int best_fit, i64 *offsets) {
+    return place_core(order, n_order, n, sizes, lowers, uppers, aligns, capacity, best_fit,
+                      offsets, 0);
 }
 
 /* buffers by decreasing primary, then decreasing secondary, then increasing index */
@@ -710,7 +908,7 @@ static PyObject *py_heuristic_offsets(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *py_place_in_order(PyObject *self, PyObject *args) {
+static PyObject *place_binding(PyObject *args, int keep) {
     PyObject *o_order, *o_sizes, *o_lowers, *o_uppers, *o_aligns, *o_out;
     long long capacity;
     int rule;
@@ -734,11 +932,19 @@ static PyObject *py_place_in_order(PyObject *self, PyObject *args) {
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = place_in_order_c(order, k, n, sizes, lowers, uppers, aligns, capacity, rule == 1, out);
+    rc = place_core(order, k, n, sizes, lowers, uppers, aligns, capacity, rule == 1, out, keep);
     Py_END_ALLOW_THREADS
     views_release(&V);
     if (rc) return PyErr_NoMemory();
     Py_RETURN_NONE;
+}
+
+static PyObject *py_place_in_order(PyObject *self, PyObject *args) {
+    return place_binding(args, 0);
+}
+
+static PyObject *py_place_around(PyObject *self, PyObject *args) {
+    return place_binding(args, 1);
 }
 
 static PyObject *py_search(PyObject *self, PyObject *args) {
@@ -784,6 +990,10 @@ static PyMethodDef methods[] = {
     {"place_in_order", py_place_in_order, METH_VARARGS,
      "place_in_order(order, sizes, lowers, uppers, alignments, capacity, gap_rule, out): "
      "first fit (0) or best fit (1) in `order`, written into `out`."},
+    {"place_around", py_place_around, METH_VARARGS,
+     "place_around(order, sizes, lowers, uppers, alignments, capacity, gap_rule, offsets): "
+     "the buffers with offsets >= 0 stay put; the others, in `order`, by first fit (0) or "
+     "best fit (1) around them, written into `offsets` (-1 = did not fit)."},
     {"search", py_search, METH_VARARGS,
      "search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members, "
      "twin_prev, capacity, valley_first, node_limit, deadline, stop, offsets) -> (status, "

@@ -53,6 +53,23 @@ def place_in_order(order: np.ndarray, sizes: np.ndarray, lowers: np.ndarray,
     return out
 
 
+def place_around(order: np.ndarray, sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
+                 alignments: np.ndarray, capacity: int, gap_rule: int,
+                 fixed: np.ndarray) -> np.ndarray:
+    """Offsets with every buffer whose `fixed` offset is >= 0 kept there and the others, in
+    `order`, placed around them by `gap_rule` (see `heuristics.place_around`); -1 = did
+    not fit."""
+    if _core is None:
+        from memplace.model.packing import heuristics
+        return heuristics.place_around(_i64(order), _i64(sizes), _i64(lowers), _i64(uppers),
+                                       _i64(alignments), np.int64(capacity), gap_rule,
+                                       _i64(fixed))
+    out = np.array(fixed, dtype=np.int64, copy=True)
+    _core.place_around(_i64(order), _i64(sizes), _i64(lowers), _i64(uppers),
+                       _i64(alignments), int(capacity), int(gap_rule), out)
+    return out
+
+
 def search(*args):
     """The canonical-packing search kernel (see `search.search` for its arguments)."""
     if _core is None:

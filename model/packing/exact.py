@@ -265,11 +265,13 @@ def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
 
 
 def lowest_height(solve, sizes: np.ndarray, best: np.ndarray, lower: int,
-                  deadline: float | None, probe_s: float
+                  deadline: float | None, probe_s: float, first_s: float | None = None
                   ) -> tuple[np.ndarray, int, int, int]:
     """(offsets, height, proven lower bound, nodes): the lowest packing found below the
     packing `best`, given that no packing is lower than `lower`; `solve(height, seconds)`
     is an exact search at one height, returning (status, offsets, nodes).
+    The first probe, at the lower bound, may get longer (`first_s`): on compiler traces
+    the bound is often the optimum, and on loaded cores a short probe there runs out.
 
     The search prunes well when the capacity is tight and poorly with slack, and it
     proves infeasibility under the optimum slowly if at all; feasible heights with
@@ -292,7 +294,8 @@ def lowest_height(solve, sizes: np.ndarray, best: np.ndarray, lower: int,
             break
         if soft < upper - 1:
             height = soft if first else (soft + upper - 1) // 2
-            budget = probe_s if left is None else min(probe_s, left)
+            budget = first_s if first and first_s is not None else probe_s
+            budget = budget if left is None else min(budget, left)
         else:
             height, budget = upper - 1, left
         first = False

@@ -142,6 +142,65 @@ def activation_instance(ops: int, seed: int, slack: float = 0.0) -> Generated:
     return Generated(name, out, max(capacity, peak))
 
 
+def compiler_trace(buffers: int, seed: int) -> Generated:
+    """`buffers` buffers of one training step as a compiler's memory planner sees it, shaped
+    like the shared compiler traces (MindSpore SOMAS's ResNet-50 and Pangu-2.6B: lifespans
+    of 2-20 steps for most, a tail of long ones, sizes from a few dozen distinct values).
+
+    A forward pass of F operators, a backward pass of 2F and an optimiser tail of F/4. Each
+    forward operator writes an activation: most are read within a few operators, one in
+    five is saved for the backward pass and lives until the operator that mirrors it (so
+    the saved ones nest, and the live size peaks where the passes meet); one in four has a
+    scratch buffer of two steps. Each backward operator writes a gradient read soon after,
+    and one in six a weight gradient that lives to the end (a staircase of buffers alive to
+    the end, as in Pangu's trace). One buffer in sixteen is tiny (4-64 bytes) and long-lived
+    (a scalar, a flag); three live throughout. Sizes come from a palette of 24 values of
+    power-of-two flavour, a few of them common. The capacity is the peak live size (the
+    trivial bound: these traces are for minimising the height).
+    """
+    if buffers < 8:
+        raise MemplaceError(f"compiler trace: buffers {buffers} must be at least 8")
+    rng = np.random.default_rng(seed)
+    palette = np.unique((2 ** rng.integers(10, 25, 24)) * rng.choice([4, 5, 6], 24) // 4)
+    weights = rng.zipf(1.6, palette.size).astype(float)
+    weights /= weights.sum()
+    forward = max(2, round(buffers / 4.4))
+    backward = 2 * forward
+    end = forward + backward + max(1, forward // 4)
+    rows: list[tuple[int, int]] = []
+    for t in range(forward):
+        kind = rng.random()
+        if kind < 0.55:
+            rows.append((t, t + 1 + int(rng.geometric(0.5))))
+        elif kind < 0.8:
+            rows.append((t, t + int(rng.integers(5, 21))))
+        else:
+            rows.append((t, forward + 2 * (forward - 1 - t) + 1 + int(rng.integers(0, 4))))
+        if rng.random() < 0.25:
+            rows.append((t, t + 2))
+    for t in range(forward, forward + backward):
+        rows.append((t, t + 1 + int(rng.geometric(0.4))))
+        if rng.random() < 1 / 6:
+            rows.append((t, end))
+    while len(rows) < buffers:  # the optimiser's short-lived buffers fill up to `buffers`
+        t = int(rng.integers(forward + backward, end))
+        rows.append((t, t + 2))
+    keep = rng.permutation(len(rows))[:buffers]
+    out = []
+    for k, i in enumerate(keep):
+        lower, upper = rows[i]
+        upper = min(max(upper, lower + 2), end)
+        size = int(palette[rng.choice(palette.size, p=weights)])
+        if k < 3:
+            lower, upper = 0, end
+        elif rng.random() < 1 / 16:
+            size = int(4 * 2 ** rng.integers(0, 5))
+            upper = min(end, lower + int(rng.integers(1000, 20000)))
+        out.append(Buffer(str(k), lower, max(upper, lower + 1), size))
+    peak = peak_live_size(out)
+    return Generated(f"trace-{buffers}-s{seed}", out, peak)
+
+
 # The held-out benchmark set: fixed before the search was changed and never used to
 # choose its rules. (kind, size, seed); cut kinds at MiniMalloc's scale (150-300
 # buffers, capacity 2^20) and a few larger, activation instances at 200-1000 ops.
@@ -156,7 +215,8 @@ HELDOUT: tuple[tuple[str, int, int], ...] = (
 def generate(kind: str, size: int, seed: int) -> Generated:
     """One instance by kind: "cut" (guillotine cuts only), "cutpw" (a quarter of the cuts
     are pinwheels), "act" (activation lifetimes; `size` is the operator count), or one of
-    the families of `memplace.model.packing.families` ("kv", "pipe", "tiny", "tight")."""
+    the families of `memplace.model.packing.families` ("kv", "pipe", "tiny", "tight"), or
+    "trace" (`compiler_trace`; `size` is the buffer count)."""
     from memplace.model.packing.families import FAMILIES, family_instance
     if kind in FAMILIES:
         return family_instance(kind, size, seed)
@@ -166,7 +226,9 @@ def generate(kind: str, size: int, seed: int) -> Generated:
         return cut_instance(size, seed, pinwheel=0.25)
     if kind == "act":
         return activation_instance(size, seed)
-    raise MemplaceError(f"unknown instance kind {kind!r}; known: cut, cutpw, act, "
+    if kind == "trace":
+        return compiler_trace(size, seed)
+    raise MemplaceError(f"unknown instance kind {kind!r}; known: cut, cutpw, act, trace, "
                         f"{', '.join(FAMILIES)}")
 
 

@@ -55,6 +55,36 @@ def place_in_order(order, sizes, lowers, uppers, alignments, capacity, gap_rule)
 
 
 @njit(cache=True, nogil=True)
+def place_around(order, sizes, lowers, uppers, alignments, capacity, gap_rule, fixed):
+    """`place_in_order` around fixed buffers: those with `fixed[b] >= 0` keep that offset
+    (they enter the index first); the others in `order` are placed by `gap_rule`. The
+    large-neighbourhood search of `memplace.model.packing.anytime` re-packs a window this way."""
+    n = sizes.size
+    offsets = fixed.copy()
+    if n == 0:
+        return offsets
+    points = np.unique(np.concatenate((lowers, uppers)))
+    first = np.searchsorted(points, lowers)
+    last = np.searchsorted(points, uppers) - 1
+    ix = new_offset_index(1, last.max() + 1, n, first.min(), last.max())
+    for b in range(n):
+        if offsets[b] >= 0:
+            index_add(ix, 0, b, first[b], last[b], offsets[b], sizes[b])
+    best_fit = gap_rule == BEST_FIT
+    for k in range(order.size):
+        b = order[k]
+        if offsets[b] >= 0:
+            continue
+        at = index_fit(ix, 0, first[b], last[b], sizes[b], alignments[b], capacity, best_fit,
+                       first, last, offsets, sizes)
+        if at < 0:
+            continue
+        offsets[b] = at
+        index_add(ix, 0, b, first[b], last[b], at, sizes[b])
+    return offsets
+
+
+@njit(cache=True, nogil=True)
 def _order_by(primary, secondary):
     """Indices by decreasing primary, then decreasing secondary, then increasing index."""
     first = np.argsort(-secondary, kind="mergesort")

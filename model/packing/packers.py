@@ -17,6 +17,7 @@ import numpy as np
 
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.registry import Registry
+from memplace.model.packing import anytime
 from memplace.model.packing import exact as pack_exact
 from memplace.model.packing import pairwise
 from memplace.model.packing.buffers import Buffer, Gap, effective_size
@@ -409,19 +410,29 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
             wall = time.perf_counter() - start
             return PackResult(best, _STATUS[code], 0, "minimize", wall, nodes), lower
     notes = []
+    if plain and _height(sizes, best) > lower:
+        # anytime: the size order with time tie-breaks, then window re-packing
+        # (`anytime`); on large traces all the time, else a share before the exact search
+        pairs = _overlapping_pairs(lowers, uppers)
+        now = time.perf_counter()
+        budget = (deadline - now if deadline is not None else CLIMB_PROBE_S * 10)
+        until = now + (budget if pairs > EXACT_PAIRS else budget * ANYTIME_SHARE)
+        best, orders = anytime.portfolio(sizes, lowers, uppers, aligns, best, until)
+        best, stats = anytime.improve(sizes, lowers, uppers, aligns, best, lower, until)
+        notes.append(f"anytime: {orders} tie-broken orders, {stats['kept']} of "
+                     f"{stats['steps']} window re-packings kept")
     if plain and _overlapping_pairs(lowers, uppers) > EXACT_PAIRS:
         # the exact search keeps every overlapping pair: past EXACT_PAIRS its memory grows
-        # with them (n^2 on long-lived buffers); re-order the heuristics instead, in O(n)
-        best, tries = _reorder_heuristics(sizes, lowers, uppers, aligns, best, lower,
-                                          deadline if deadline is not None else
-                                          time.perf_counter() + CLIMB_PROBE_S * 10)
+        # with them (n^2 on long-lived buffers); the anytime search above had all the time
         upper, proven_lower = _height(sizes, best), lower
         notes.append(f"{_overlapping_pairs(lowers, uppers)} overlapping pairs: exact search "
-                     f"skipped (memory), {tries} randomised heuristic orders tried")
+                     "skipped (memory)")
     else:
+        left = None if deadline is None else deadline - time.perf_counter()
         best, upper, proven_lower, used = pack_exact.lowest_height(
             solve, sizes, best, lower, deadline,
-            CLIMB_PROBE_S if time_limit is None else time_limit / 20)
+            CLIMB_PROBE_S if time_limit is None else time_limit / 20,
+            None if left is None else left / 3)
         nodes += used
     wall = time.perf_counter() - start
     return PackResult(best, "packed", upper, "minimize", wall, nodes, notes), proven_lower
@@ -430,6 +441,7 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
 SEARCH_SEED = 20241
 EXACT_PAIRS = 3_000_000  # overlapping pairs beyond which `minimize` skips the exact search
 REORDER_SPREAD = 0.3
+ANYTIME_SHARE = 0.25  # of minimize's time for the anytime search before the exact one
 
 
 def _overlapping_pairs(lowers: np.ndarray, uppers: np.ndarray) -> int:
