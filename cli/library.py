@@ -37,6 +37,9 @@ def list_command(version: str, problem: str | None, split: str, out_file: str | 
     rows = [r for r in list_rows(lib) if (problem is None or r["problem"] == problem)
             and (split == "all" or r["split"] == split)]
     text = markdown(rows)
+    if problem in (None, "residency"):
+        from memplace.bench.library.tables import target_text
+        text += "\n" + target_text(lib)
     if lib.dropped and problem is None:
         text += (f"\n{len(lib.dropped)} pairs left out (every solver ties with the default): "
                  + "; ".join(f"{d['id']} ({d['reason']})" for d in lib.dropped) + "\n")
@@ -77,6 +80,8 @@ def verify_command(version: str) -> None:
         click.echo(f"FAIL {p}")
     click.echo(f"{lib.name}: {len(reports) - len(failed)}/{len(reports)} entries verified in "
                f"{time.perf_counter() - began:.1f} s")
+    from memplace.bench.library.tables import target_text
+    click.echo(target_text(lib), nl=False)
     if failed or problems:
         sys.exit(1)
 
@@ -91,17 +96,27 @@ def verify_command(version: str) -> None:
 @click.option("--max-ops", type=int, default=None, help="only entries of at most this many ops")
 @click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True)
 @click.option("--scheduler", default=None, help="Dask scheduler address (default: run here)")
+@click.option("--solver", "solvers", multiple=True,
+              help="solver to run (repeatable; default: each problem's improvers, "
+                   "static milp and sa, residency bound and sa, packing minimize)")
+@click.option("--min-gap", type=float, default=None,
+              help="only entries whose gap to the best bound is above this (percent)")
+@click.option("--no-certify", is_flag=True, help="skip refreshing the closed-form and LP-dual bounds")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,
-                    max_ops: int | None, seeds: int, scheduler: str | None) -> None:
+                    max_ops: int | None, seeds: int, scheduler: str | None,
+                    solvers: tuple[str, ...], min_gap: float | None, no_certify: bool) -> None:
     """Run the solvers with a budget and record better solutions and bounds with provenance."""
-    from memplace.bench.library.improve import improve
+    from memplace.bench.library.improve import IMPROVERS, improve
     if time_limit <= 0:
         raise MemplaceError(f"--time-limit must be > 0 seconds, got {time_limit}")
     lib = _read(version)
     chosen = [lib.entry(e) for e in entries] if entries else list(lib.entries)
     chosen = [e for e in chosen if (problem is None or e.problem == problem)
-              and (max_ops is None or e.ops <= max_ops)]
-    found = improve(lib, time_limit, chosen, scheduler, seeds, echo=click.echo)
+              and (max_ops is None or e.ops <= max_ops)
+              and (min_gap is None or e.gap is None or 100 * e.gap > min_gap)]
+    per_problem = ({p: tuple(solvers) for p in IMPROVERS} if solvers else None)
+    found = improve(lib, time_limit, chosen, scheduler, seeds, echo=click.echo,
+                    solvers=per_problem, certify=not no_certify)
     click.echo(f"{found} improvements recorded in {lib.folder}")
 
 
@@ -240,11 +255,11 @@ def build_command(version: int) -> None:
     missing to an unfrozen one); `improve` then searches."""
     from memplace.bench.library import contents, store
     from memplace.instances.library import folder_of, read_library
-    if version != 1:
-        raise MemplaceError(f"only version 1's contents are defined (bench/library/contents.py)")
+    if version not in contents.BUILDERS:
+        raise MemplaceError(f"no contents defined for version {version} (bench/library/contents.py "
+                            f"defines {', '.join(map(str, contents.BUILDERS))})")
     lib = (read_library(version) if (folder_of(version) / "library.json").is_file()
-           else store.create(version, "memplace-lib/1: real programs (ONNX exports, XLA programs, "
-                             "zoo exports) and generated residency workloads; packing traces"))
+           else store.create(version, contents.DESCRIPTIONS[version]))
     if lib.manifest.get("frozen"):
         raise MemplaceError(f"{lib.name} is frozen")
-    contents.build(lib, echo=click.echo)
+    contents.BUILDERS[version](lib, click.echo)

@@ -1,4 +1,6 @@
-"""What memplace-lib/1 holds, and building it from scratch (`memplace lib build 1`).
+"""What each memplace-lib version holds, and building it from scratch (`memplace lib build N`).
+
+Version 1 (frozen):
 
 Real programs first: the two real ONNX exports shipped with the package (ResNet-50 by the
 dynamo exporter, BERT-base by TorchScript) imported on the NNP-I and the edge TPU, the
@@ -8,6 +10,13 @@ benchmark set (where fast memory is small against what ops need, so placement ma
 Packing: MiniMalloc's challenging suite and example, idealloc's compiler traces, and the
 XLA programs' heaps (XLA's own temp buffers). Every instance that is not a built-in
 catalog instance is copied into the library, so it needs nothing outside itself.
+
+Version 2 (`build_2`): everything of version 1 (the same instances, their best known
+solutions and bounds carried over as candidates with their provenance, then re-checked),
+plus every committed zoo export (`instances/data/zoo/`) and XLA program of at most
+`MAX_OPS` ops; packing adds idealloc's whole Pangu trace and the generated families of
+`memplace.model.packing.generate.HELDOUT` (cut instances come with the packing their cuts
+certify, at the peak live size: optimal by construction).
 """
 from __future__ import annotations
 
@@ -80,6 +89,31 @@ def packing_sources() -> list[tuple[Path, str, int | None]]:
     return [(p, n, c) for p, n, c in out if len(read_buffers(p).buffers) <= MAX_PACKING_BUFFERS]
 
 
+def _add_programs(lib: Library, sources: list[tuple[str, str]], echo: Callable[[str], None]) -> None:
+    from memplace.instances import load
+    have = {e.name for e in lib.entries} | {d["instance"] for d in lib.dropped}
+    for source, workload in sources:
+        name = load(source).name
+        if name in have:
+            continue
+        for e in improve.add_instance(lib, source, workload=workload):
+            echo(f"added {e.id} ({e.split}, {e.ops} ops): default {e.default['objective']:.6g}, "
+                 f"bound {e.bound or 0:.6g}")
+        have.add(name)
+
+
+def _add_packings(lib: Library, sources: list[tuple[Path, str, int | None]],
+                  echo: Callable[[str], None]) -> None:
+    have = {e.name for e in lib.entries}
+    for path, name, capacity in sources:
+        if name in have:
+            continue
+        e = improve.add_packing(lib, path, name, name, capacity)
+        echo(f"added {e.id} ({e.split}, {e.ops} buffers): default {e.default['objective']:.0f}, "
+             f"bound {e.bound or 0:.0f}")
+        have.add(name)
+
+
 def build(lib: Library, echo: Callable[[str], None] = print) -> None:
     """Add every instance of version 1 with its default and cheap bounds (no search yet:
     `improve` does that)."""
@@ -103,3 +137,139 @@ def build(lib: Library, echo: Callable[[str], None] = print) -> None:
              f"bound {e.bound or 0:.0f}")
         have.add(name)
     store.save(lib)
+
+
+# ------------------------------------------------------------------ version 2
+MAX_PACKING_BUFFERS_2 = 20_000  # idealloc's Pangu trace (18,692 buffers) is in version 2
+
+
+def workload_of(name: str) -> str:
+    """The program an instance is of, for the split: its architecture's name whatever the
+    source (zoo export, shipped ONNX export and its exporter, generator), preset, batch or
+    phase, so that `zoo/gpt2-prefill@nnpi`, `zoo/gpt2-decode@nnpi` and `gpt2@edge-tpu`, or
+    `vit-b16@edge-tpu` and `zoo/vit-b-16@nnpi`, land on the same side."""
+    name = re.sub(r"^(zoo/|onnx-)", "", name)
+    name = re.sub(r"(\[.*\])?@.*$", "", name)
+    name = re.sub(r"-(dynamo|ts|prefill|decode)$", "", name)
+    return re.sub(r"[-_.]", "", name)
+
+
+def program_sources_2() -> list[tuple[str, str]]:
+    """(source, workload) of every program instance of version 2 but the shipped ONNX
+    exports (imported in a temporary folder by `onnx_instances`): the XLA programs and
+    the zoo's exports of at most MAX_OPS ops, then version 1's generated workloads."""
+    from memplace.instances import catalog, load
+    from memplace.instances.zoo.index import zoo_names
+    names = catalog.xla_names() + zoo_names() + list(GENERATED)
+    return [(n, workload_of(n)) for n in names if load(n).n_ops <= MAX_OPS]
+
+
+def packing_sources_2() -> list[tuple[Path, str, int | None]]:
+    """(CSV, name, capacity or None) of version 2's packing files (generated families
+    apart: `add_generated` writes them)."""
+    from memplace.instances.catalog import XLA_DIR
+    from memplace.model.packing import BENCHMARKS
+    from memplace.model.packing.minimalloc_csv import read_buffers
+    out: list[tuple[Path, str, int | None]] = []
+    for path in sorted((BENCHMARKS / "minimalloc" / "challenging").glob("*.csv")):
+        out.append((path, f"minimalloc-{path.stem.split('.')[0]}", int(path.stem.split(".")[1])))
+    out.append((BENCHMARKS / "minimalloc" / "examples" / "input.12.csv", "minimalloc-example", 12))
+    for path in sorted((BENCHMARKS / "idealloc").glob("*.csv")):
+        out.append((path, f"idealloc-{path.stem}", None))
+    for path in sorted(XLA_DIR.glob("*.heap.csv")):
+        out.append((path, f"{path.name.split('.')[0]}-heap", None))
+    return [(p, n, c) for p, n, c in out if len(read_buffers(p).buffers) <= MAX_PACKING_BUFFERS_2]
+
+
+def add_generated(lib: Library, echo: Callable[[str], None] = print) -> None:
+    """The generated packing families (`generate.HELDOUT`): each instance's CSV is copied
+    into the library; a cut instance's certificate packing (height = capacity = peak live
+    size) is recorded as its best known, found by the generator with its seed."""
+    from memplace.model.packing import generate
+    have = {e.name for e in lib.entries}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, size, seed in generate.HELDOUT:
+            made = generate.generate(kind, size, seed)
+            name = f"gen-{made.name}"
+            if name in have:
+                continue
+            path = Path(tmp) / f"{name}.csv"
+            generate.write_csv(path, made.buffers)
+            capacity = made.capacity if made.certificate is not None else None
+            e = improve.add_packing(lib, path, name, name, capacity)
+            if made.certificate is not None:
+                solved = Path(tmp) / f"{name}.solution.csv"
+                generate.write_csv(solved, made.buffers, made.certificate)
+                height = max(int(o) + b.size for o, b in zip(made.certificate, made.buffers))
+                prov = store.provenance("generator", {"kind": kind, "buffers": size}, seed)
+                store.record_solution(lib, e, float(height),
+                                      lambda target: shutil.copyfile(solved, target), prov, ".csv")
+            store.save(lib)
+            echo(f"added {e.id} ({e.split}, {e.ops} buffers): default {e.default['objective']:.0f}, "
+                 f"best {e.best['objective']:.0f}, bound {e.bound or 0:.0f}")
+            have.add(name)
+
+
+def inherit(lib: Library, older: Library, echo: Callable[[str], None] = print) -> int:
+    """Offer an older version's best known solutions and bounds to the same entries here
+    (same id), each with the provenance it was found with. Nothing is taken on trust: a
+    solution is kept only if it validates on this version's instance (which may differ
+    from the older copy, e.g. in names an importer now keeps) and beats what is here,
+    with the objective recomputed here; a checkable bound only with the value its
+    certificate proves on this instance; a bound that cannot be re-checked only if the
+    instance is the same (sha256). Returns how many were taken."""
+    from memplace.bench.library.check import (load_entry_instance, read_certificate,
+                                              recompute_bound, solution_objective)
+    taken = 0
+    mine = {e.id: e for e in lib.entries}
+    for old in older.entries:
+        e = mine.get(old.id)
+        if e is None:
+            continue
+        instance = load_entry_instance(lib, e)
+        if old.best.get("file"):
+            objective, errors = solution_objective(e, instance, older.path(old.best["file"]))
+            prov = dict(old.best["provenance"] or {}, library=older.name)
+            if not errors and objective is not None and store.record_solution(
+                    lib, e, objective, lambda target: shutil.copyfile(older.path(old.best["file"]),
+                                                                      target),
+                    prov, Path(old.best["file"]).suffix):
+                taken += 1
+                echo(f"{e.id}: best {objective:.6g} from {older.name} ({prov.get('solver')})")
+        for b in old.bounds:
+            certificate = read_certificate(older, b["certificate"]) if b.get("certificate") else None
+            value = recompute_bound(older, e, instance, b)
+            if value is None:  # not re-checkable: the same instance only
+                if e.sha256 != old.sha256:
+                    continue
+                value = b["value"]
+            value = min(value, b["value"])
+            prov = dict(b.get("provenance") or {}, library=older.name)
+            if store.record_bound(lib, e, value, b["kind"], prov, certificate, b.get("label", "")):
+                taken += 1
+                echo(f"{e.id}: {b['kind']} bound {value:.6g} from {older.name}")
+    store.save(lib)
+    return taken
+
+
+def build_2(lib: Library, echo: Callable[[str], None] = print) -> None:
+    """Add every instance of version 2 with its default and cheap bounds, and take version
+    1's best known solutions and bounds where they still check (`improve` then searches)."""
+    from memplace.instances.library import read_library
+    with tempfile.TemporaryDirectory() as tmp:
+        sources = [(str(p), workload_of(p.stem)) for p in onnx_instances(Path(tmp))]
+        _add_programs(lib, sources + program_sources_2(), echo)
+    _add_packings(lib, packing_sources_2(), echo)
+    add_generated(lib, echo)
+    inherit(lib, read_library(1), echo)
+    store.save(lib)
+
+
+BUILDERS: dict[int, Callable[[Library, Callable[[str], None]], None]] = {1: build, 2: build_2}
+DESCRIPTIONS = {
+    1: "memplace-lib/1: real programs (ONNX exports, XLA programs, zoo exports) and generated "
+       "residency workloads; packing traces",
+    2: "memplace-lib/2: the zoo's exports of PyTorch models and the XLA programs (with version 1's "
+       "ONNX exports and generated residency workloads), static and residency; packing: "
+       "MiniMalloc's suite, idealloc's traces, XLA heaps and generated families",
+}

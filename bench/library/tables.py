@@ -32,6 +32,30 @@ def list_rows(lib: Library) -> list[dict[str, Any]]:
     return rows
 
 
+# The residency target of memplace-lib (issue 22): on the entries of at most TARGET_OPS
+# ops, every best known within TARGET_GAP of a bound `verify` re-checks from its
+# certificate (the certified gap; a branch-and-bound bound is not re-checkable).
+TARGET_PROBLEM, TARGET_OPS, TARGET_GAP = "residency", 400, 0.05
+
+
+def target_report(lib: Library) -> tuple[list[Entry], list[Entry]]:
+    """The entries the residency target covers: (within it, above it or without a
+    certified bound), each sorted by id."""
+    covered = sorted((e for e in lib.entries if e.problem == TARGET_PROBLEM and e.ops <= TARGET_OPS),
+                     key=lambda e: e.id)
+    within = [e for e in covered if e.certified_gap is not None and e.certified_gap <= TARGET_GAP]
+    return within, [e for e in covered if e not in within]
+
+
+def target_text(lib: Library) -> str:
+    within, above = target_report(lib)
+    text = (f"{TARGET_PROBLEM} entries of at most {TARGET_OPS} ops: {len(within)} of "
+            f"{len(within) + len(above)} within {100 * TARGET_GAP:g}% of a certified bound")
+    if above:
+        text += "; above: " + ", ".join(f"{e.id} {percent(e.certified_gap)}%" for e in above)
+    return text + "\n"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "(none)\n"
