@@ -98,8 +98,9 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
               help="Also write pack-bench.csv and pack-bench.md into this folder "
                    "(the committed table: results/packing).")
 @click.option("--startup", is_flag=True,
-              help="Instead: time whole `memplace` processes (warm --help, cold and warm "
-                   "`memplace pack` on A and F) and print their peak memory.")
+              help="Instead: time whole `memplace` processes (warm --help, a cold first "
+                   "`memplace pack` on A, warm on each of A-F) beside their goals; print wall "
+                   "and CPU seconds, peak memory and the load average.")
 @click.option("--runs", type=count(100), default=5, show_default=True,
               help="Processes per --startup figure.")
 @click.option("--minimalloc", "minimalloc", type=click.Path(dir_okay=False), default=None,
@@ -113,16 +114,13 @@ def pack_bench_command(which: str, bench_dir: str | None, method: str, time_limi
     published time; every packing is re-checked independently (INVALID if wrong)."""
     from memplace.bench import pack_table
     if startup:
-        from memplace.bench.pack_startup import startup_figures
-        chosen = {name: (pack_table.CHALLENGING / f"{name}.1048576.csv", 1048576)
-                  for name in ("A", "F")}
-        click.echo(f"{'command':<44} {'runs':>4} {'median s':>9} {'min s':>7} {'max s':>7} "
-                   f"{'peak MB':>8}")
-        for fig in startup_figures(chosen, runs):
-            ordered = sorted(fig.seconds)
-            bad = "" if all(c == 0 for c in fig.exit_codes) else f"  exit {fig.exit_codes}"
-            click.echo(f"{fig.label:<44} {len(ordered):>4} {ordered[len(ordered) // 2]:>9.3f} "
-                       f"{ordered[0]:>7.3f} {ordered[-1]:>7.3f} {fig.peak_mb:>8.1f}{bad}")
+        from memplace.bench import pack_startup
+        click.echo(f"{pack_startup.load_average()} at the start; seconds are min and median "
+                   f"of the runs")
+        click.echo(pack_startup.HEADER)
+        for fig in pack_startup.startup_figures(runs):
+            click.echo(pack_startup.text_line(fig))
+        click.echo(f"{pack_startup.load_average()} at the end")
         return
     folder = Path(bench_dir) if bench_dir is not None else pack_table.CHALLENGING
     table = []

@@ -18,11 +18,11 @@ from memplace.model.packing.rules import (BEST_FIT, FIRST_FIT, HEURISTICS,  # no
 
 try:
     from memplace.model.packing import _core
-except ImportError:  # a source tree whose core was not built since it was added
+except ImportError:  # installed without a C compiler (setup.py: optional), or not rebuilt
     _core = None
-    warnings.warn("memplace's compiled packing core is not built (pip install -e . builds it; "
-                  "it needs a C compiler): packing falls back to the Numba kernels, which "
-                  "compile on first use", RuntimeWarning, stacklevel=2)
+    warnings.warn("memplace's compiled packing core is not built (pip install builds it when "
+                  "a C compiler and the Python headers are there): packing falls back to the "
+                  "Numba kernels, which compile on first use", RuntimeWarning, stacklevel=2)
 
 
 def heuristic_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,

@@ -3,6 +3,9 @@ the same offsets from every heuristic and from first/best fit in any order, the 
 status, offsets and node count from the search kernel."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -78,3 +81,30 @@ def test_the_installed_package_has_its_compiled_core():
     # the fallback to Numba is for source trees only: an install always builds the core
     assert compiled._core is not None
     assert compiled.search is not reference_search.search
+
+
+def test_without_its_core_packing_falls_back_to_the_numba_kernels_with_the_same_answers(
+        monkeypatch):
+    """A source tree or an install without a C compiler packs with the Numba reference
+    (slower to start, same answers)."""
+    from memplace.model.packing.packers import pack
+    buffers = read_buffers(BENCHMARKS / "minimalloc" / "challenging" / "C.1048576.csv").buffers
+    with_core = pack(buffers, 1048576)
+    monkeypatch.setattr(compiled, "_core", None)
+    fallback = pack(buffers, 1048576)
+    assert with_core.status == fallback.status == "packed"
+    assert with_core.offsets.tolist() == fallback.offsets.tolist()
+    assert with_core.nodes == fallback.nodes > 100  # the search ran, not only a heuristic
+
+
+def test_a_missing_core_is_named_in_a_warning():
+    code = ("import sys, warnings\n"
+            "sys.modules['memplace.model.packing._core'] = None  # as if never built\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    from memplace.model.packing import compiled\n"
+            "print(compiled._core, [str(w.message) for w in caught])\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("None [\"memplace's compiled packing core is not built")
+    assert "C compiler" in run.stdout and "Numba" in run.stdout
