@@ -6,9 +6,17 @@ episode per instance, always on the same instances with the same seeds, so its
 rows compare with the committed leaderboard (`results/leaderboard/`), the way
 CompilerGym's leaderboards evaluate any policy on a fixed benchmark set.
 
-The baselines (`BASELINES`): a random agent, the greedy defaults and memplace's
+The baselines (`baselines`): a random agent, the greedy defaults and memplace's
 best classical method, each replayed through the environment as actions, so
 their figures are the environment's own (reward, latency after rectification).
+
+Beside the agents, the bar to beat (`solver_episodes`, `best_known_episodes`):
+memplace's strongest residency solvers (`sa`, `hybrid`), which move homes and
+choose windows the game does not offer, so they cannot be replayed as actions,
+are scored the same way (the environment's baseline latency over the latency of
+their solution, validated by the model) on the same instances; and the best
+known latency of each instance, the lowest of every row and of the library's
+best known solution for it (re-validated) where the library has the instance.
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ import numpy as np
 
 from memplace.envs.instance_set import load_instance
 from memplace.envs.placement import padded_action
-from memplace.envs.residency import game_of
+from memplace.envs.residency import game_of, residency_baseline
 from memplace.solvers import solve
 from memplace.solvers.residency.machinery.game import STAY, greedy_lookahead
 
@@ -35,6 +43,12 @@ ENV_IDS = {"placement": PLACEMENT_ID, "residency": RESIDENCY_ID}
 # edge NPU (addressed SRAM) and ResNet-50 on the TPU (three levels, large scratchpads).
 LEADERBOARD_INSTANCES = ("resnet50@nnpi", "resnet101@nnpi", "bert-base@nnpi",
                          "mobilenetv2@edge-npu", "efficientnet-b0@edge-npu", "resnet50@tpu")
+
+# memplace's best solvers of each environment's problem that cannot be played as actions,
+# scored beside the agents (Placement-v0's milp is replayed as an action, so it is an agent).
+SOLVERS = {"residency": ("sa", "hybrid")}
+BEST_KNOWN = "best known"
+PROBLEMS = {"placement": "static", "residency": "residency"}
 
 Policy = Callable[[dict[str, np.ndarray], dict[str, Any]], Any]
 
@@ -53,6 +67,7 @@ class Episode:
     steps: int
     changed: int  # Placement: tensors rectification moved; Residency: illegal actions
     wall_s: float
+    kind: str = "agent"  # "agent" (played as actions), "solver" or "reference" (best known)
 
 
 def evaluate_policy(policy: Policy, env_id: str = PLACEMENT_ID,
@@ -159,14 +174,92 @@ def baselines(env: str, seed: int = 0, time_limit: float = 10.0) -> dict[str, Po
     raise ValueError(f"unknown environment {env!r}; known: {sorted(ENV_IDS)}")
 
 
+def solver_episodes(env: str, solver: str, instances: Iterable[str] | None = None, seed: int = 0,
+                    time_limit: float = 10.0) -> list[Episode]:
+    """A solver of the environment's problem scored as an episode would be: the baseline's
+    latency over the latency of its solution, which the model validates (no steps)."""
+    from memplace.model.core.problem import problem
+    from memplace.solvers import load_kernels
+    prob = problem(PROBLEMS[env])
+    load_kernels([solver], prob.name)  # compiled before the clock starts, as the harness does
+    rows = []
+    for name in list(instances or LEADERBOARD_INSTANCES):
+        inst = load_instance(name)
+        began = time.perf_counter()
+        result = solve(inst, solver, time_limit=time_limit, seed=seed, problem=prob.name)
+        errors = prob.validate(inst, result.solution)
+        if errors:
+            raise ValueError(f"{solver} on {inst.name}: invalid solution ({errors[0]})")
+        latency = float(prob.evaluate(inst, result.solution))
+        base, base_latency = _baseline(env, inst)
+        rows.append(Episode(ENV_IDS[env], solver, inst.name, base_latency / latency, latency, base,
+                            base_latency, 0, 0, time.perf_counter() - began, "solver"))
+    return rows
+
+
+def _baseline(env: str, inst) -> tuple[str, float]:
+    if env == "residency":
+        return residency_baseline(inst)
+    return "compiler", float(solve(inst, "compiler", time_limit=None).latency)
+
+
+def library_best(env: str, inst: Any, lib: Any) -> float | None:
+    """The library's best known latency for the instance and the environment's problem,
+    re-validated from its solution file; None when the library does not hold that instance
+    (same name and fingerprint)."""
+    from memplace.model.solution_files import validate_solution_file
+    for e in lib.split("all", PROBLEMS[env]):
+        if e.name == inst.name and e.sha256 == inst.fingerprint() and e.best.get("file"):
+            report = validate_solution_file(inst, lib.path(e.best["file"]))
+            if report.errors:
+                raise ValueError(f"{lib.name}: the best known of {e.id} is invalid "
+                                 f"({report.errors[0]})")
+            return float(report.latency)
+    return None
+
+
+def best_known_episodes(rows: Sequence[Episode], library: str | None = None,
+                        instances: Iterable[str] | None = None) -> list[Episode]:
+    """Per environment and instance: the lowest latency of the rows and of the library's
+    best known (`library`, default the newest version; see `library_best`), as a
+    reference row. `instances`: the names or files the rows were played on (default: the
+    leaderboard's set)."""
+    from memplace.instances.library import read_library
+    lib = read_library(library)
+    loaded = {i.name: i for i in map(load_instance, list(instances or LEADERBOARD_INSTANCES))}
+    out = []
+    for env_id in dict.fromkeys(r.env for r in rows):
+        env = next(k for k, v in ENV_IDS.items() if v == env_id)
+        for name in dict.fromkeys(r.instance for r in rows if r.env == env_id):
+            mine = [r for r in rows if r.env == env_id and r.instance == name]
+            best = min(mine, key=lambda r: r.latency)
+            latency, source = best.latency, best.agent
+            stored = library_best(env, loaded[name], lib)
+            if stored is not None and stored < latency:
+                latency, source = stored, lib.name
+            out.append(Episode(env_id, BEST_KNOWN, name, best.baseline_latency / latency, latency,
+                               best.baseline, best.baseline_latency, 0, 0, 0.0,
+                               f"reference ({source})"))
+    return out
+
+
 def leaderboard(envs: Sequence[str] = ("placement", "residency"),
                 instances: Sequence[str] | None = None, seed: int = 0,
-                time_limit: float = 10.0) -> list[Episode]:
-    """Every baseline of every environment on every instance."""
+                time_limit: float = 10.0, solvers: bool = True,
+                library: str | None = None) -> list[Episode]:
+    """Every baseline of every environment on every instance; with `solvers`, memplace's
+    best solvers (`SOLVERS`) and the best known (with the library's, `library`: default
+    the newest version) beside them."""
     rows = []
     for env in envs:
+        mine = []
         for agent, policy in baselines(env, seed, time_limit).items():
-            rows += evaluate_policy(policy, ENV_IDS[env], instances, seed, agent)
+            mine += evaluate_policy(policy, ENV_IDS[env], instances, seed, agent)
+        if solvers:
+            for solver in SOLVERS.get(env, ()):
+                mine += solver_episodes(env, solver, instances, seed, time_limit)
+            mine += best_known_episodes(mine, library, instances)
+        rows += mine
     return rows
 
 
@@ -191,19 +284,32 @@ def to_markdown(rows: Sequence[Episode]) -> str:
         base = ", ".join(sorted({r.baseline for r in mine}))
         parts.append(f"## {env}\n\nEpisode return = speedup over `{base}` (higher is better; "
                      f"`{base}` itself scores 1.0); latency in microseconds.\n")
-        parts.append("| agent | geomean return | instances |\n|---|---:|---:|")
+        kinds = {r.agent: r.kind.split(" ")[0] for r in mine}
+        if set(kinds.values()) - {"agent"}:
+            parts.append("Kind: *agent*, played through the environment as actions; *solver*, "
+                         "one of memplace's solvers that the action space cannot express, its "
+                         "validated solution scored the same way; *reference*, the best known "
+                         "latency of each instance (the lowest of every row and of the library's "
+                         "best known where the library holds the instance): the bar to beat.\n")
+        parts.append("| agent | kind | geomean return | instances |\n|---|---|---:|---:|")
         returns = {a: [r.episode_return for r in mine if r.agent == a] for a in agents}
         for agent in sorted(agents, key=lambda a: -_geomean(returns[a])):
-            parts.append(f"| {agent} | {_geomean(returns[agent]):.4f} | {len(returns[agent])} |")
+            parts.append(f"| {agent} | {kinds[agent]} | {_geomean(returns[agent]):.4f} | "
+                         f"{len(returns[agent])} |")
         parts.append("\n| instance | " + " | ".join(agents) + " |")
         parts.append("|---|" + "---:|" * len(agents))
         cell = {(r.instance, r.agent): r for r in mine}
         for name in names:
-            row = [f"{cell[name, a].episode_return:.4f} ({cell[name, a].latency * 1e6:.2f})"
-                   if (name, a) in cell else "" for a in agents]
+            row = [_cell(cell[name, a]) if (name, a) in cell else "" for a in agents]
             parts.append(f"| {name} | " + " | ".join(row) + " |")
-        parts.append("\nCells: return (latency µs).\n")
+        parts.append("\nCells: return (latency µs" + ("; for the best known, who found it"
+                                                      if BEST_KNOWN in agents else "") + ").\n")
     return "\n".join(parts)
+
+
+def _cell(r: Episode) -> str:
+    found = r.kind.partition("(")[2].rstrip(")")
+    return f"{r.episode_return:.4f} ({r.latency * 1e6:.2f}{', ' + found if found else ''})"
 
 
 def _geomean(values: Sequence[float]) -> float:

@@ -163,9 +163,10 @@ def test_reset_accepts_an_instance_file_and_rejects_unknown_names(tmp_path):
 
 def test_baselines_command_prints_the_leaderboard_and_writes_files(tmp_path):
     result = CliRunner().invoke(main, ["envs", "baselines", "--env", "residency", "--instances",
-                                       "resnet50@nnpi", "--out", str(tmp_path)])
+                                       "resnet50@nnpi", "--no-solvers", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert "| stay-home | 1.0000 | 1 |" in result.output  # msa keeps the compiler's placement
+    assert "| stay-home | agent | 1.0000 | 1 |" in result.output  # msa keeps the compiler's placement
+    assert "--no-solvers" in (tmp_path / "leaderboard.md").read_text()
     csv = (tmp_path / "leaderboard.csv").read_text().splitlines()
     assert csv[0].startswith("env,agent,instance,episode_return,latency")
     assert len(csv) == 1 + 3  # random, stay-home, greedy-lookahead
@@ -197,3 +198,34 @@ def test_a_game_with_no_buffer_to_decide_is_one_stay_home_step():
     _, reward, terminated, _, info = env.step(0)
     assert terminated and info["solution"].windows == ()
     assert reward == info["baseline_latency"] / info["latency"]
+
+
+def test_memplace_solvers_and_the_best_known_are_scored_as_episodes_are():
+    from memplace.envs.leaderboard import best_known_episodes, solver_episodes, to_csv, to_markdown
+    from memplace.instances.library import read_library
+    names = ["resnet50@edge-tpu", "resnet50@nnpi"]  # the first is in memplace-lib/1
+    lib = read_library(1)
+    entry = lib.entry("residency/resnet50@edge-tpu")
+    rows = evaluate_policy(PlannerMoves(), RESIDENCY_ID, names, agent="greedy-lookahead")
+    rows += solver_episodes("residency", "sa", names, seed=0, time_limit=1.0)
+    for r in rows[len(names):]:
+        inst = load(r.instance)
+        msa = msa_solution(inst)[0].latency
+        assert r.kind == "solver" and r.baseline == "msa" and r.baseline_latency == msa
+        assert math.isclose(r.episode_return, msa / r.latency, rel_tol=1e-12)
+        if r.instance == entry.name:  # never below the library's proven bound
+            assert r.latency >= entry.bound * (1 - 1e-9)
+    best = {r.instance: r for r in best_known_episodes(rows, "memplace-lib/1", names)}
+    for name in names:
+        mine = [r.latency for r in rows if r.instance == name]
+        stored = entry.best["objective"] if name == entry.name else math.inf
+        assert best[name].latency == pytest.approx(min(mine + [stored]), rel=1e-12)
+        assert best[name].episode_return >= max(r.episode_return for r in rows if r.instance == name)
+    found = min((r for r in rows if r.instance == entry.name), key=lambda r: r.latency)
+    assert best[entry.name].kind == ("reference (memplace-lib/1)" if entry.best["objective"] <
+                                     found.latency else f"reference ({found.agent})")
+    assert best["resnet50@nnpi"].kind.startswith("reference (") and "memplace-lib" not in \
+        best["resnet50@nnpi"].kind  # not in the library: the best of the rows
+    page = to_markdown(rows + list(best.values()))
+    assert "| sa | solver |" in page and "| best known | reference |" in page
+    assert to_csv(rows).splitlines()[0].endswith(",kind")
