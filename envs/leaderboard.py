@@ -232,7 +232,7 @@ def best_known_episodes(rows: Sequence[Episode], library: str | None = None,
         env = next(k for k, v in ENV_IDS.items() if v == env_id)
         for name in dict.fromkeys(r.instance for r in rows if r.env == env_id):
             mine = [r for r in rows if r.env == env_id and r.instance == name]
-            best = min(mine, key=lambda r: r.latency)
+            best = min(reversed(mine), key=lambda r: r.latency)  # a tie: the last row (a solver)
             latency, source = best.latency, best.agent
             stored = library_best(env, loaded[name], lib)
             if stored is not None and stored < latency:

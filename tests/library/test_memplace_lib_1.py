@@ -49,7 +49,7 @@ def test_library_plans_run_on_the_newest_library_test_split():
     from memplace.bench.plan import load_plan
     from memplace.instances.library import latest
     lib = read_library(latest())
-    for plan, problem in (("library", "static"), ("library-residency", "residency")):
+    for plan, problem in (("library-static", "static"), ("library-residency", "residency")):
         names = {e.name for e in lib.split("test", problem)}
         loaded = load_plan(plan)
         assert names and {t.instance for t in loaded.tasks} == names, plan
