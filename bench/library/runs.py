@@ -131,7 +131,7 @@ def report(lib: Library, records: list[dict[str, Any]], folder: Path, command: s
     seeds = sorted({r["seed"] for r in runs})
     limits = sorted({r["time_limit"] for r in runs})
     problems = sorted({s.entry.problem for s in named[REFERENCE]})
-    return (f"# {', '.join(problems)} runs scored against {lib.name}\n\n"
+    return (f"**{', '.join(problems).capitalize()} runs scored against {lib.name}**\n\n"
             f"Written by `{command}`. Each solver's best valid run per entry (seeds "
             f"{', '.join(map(str, seeds))}; {', '.join(f'{t:g}' for t in limits)} s per run) is "
             f"written as a solution file and scored by `memplace lib score`: speedup over the "
