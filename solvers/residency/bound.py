@@ -5,8 +5,10 @@ a lower bound on the residency optimum (the argument is in `relaxation.py`). Two
 are solved in turn: first without the start binaries of prefetch windows (a third of
 the time; quick, and often already tight), then with them (exact occupancies: a
 stronger bound and windows that keep the capacity); the bound is the larger of the two
-and of the model's closed-form bounds (`model/residency/bounds.py`). Models of more than
-`MAX_COLUMNS` columns (synth-10000) are not built.
+and of the model's closed-form bounds (`model/residency/bounds.py`). Before them the
+access relaxation (`access_bound.py`, an LP linear in the accesses and live ranges) runs
+with `ACCESS_SHARE` of the time; where the MILP has more than `MAX_COLUMNS` columns
+(synth-10000) it is not built and the access relaxation gets all the time.
 
 Each integral point names homes, the level serving every access and where copies move;
 `windows_of` turns it into windows (runs of accesses served by one window, a prefetch
@@ -30,6 +32,7 @@ from memplace.model.packing.heuristics import heuristic_offsets
 from memplace.model.residency import ResidencySolution, Window, producer_of, simulate, violations
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.residency.machinery.access_bound import access_bound
 from memplace.solvers.residency.machinery.relaxation import (BOUND_MARGIN, BuildTimeout, Relaxation,
                                                              estimated_columns, formulate,
                                                              solve_relaxation, tensor_accesses)
@@ -39,6 +42,7 @@ ON = 0.5  # a binary is 1 above this
 MAX_COLUMNS = 3_000_000  # larger models are not built: the closed-form bounds stand
 MOVED = 1e-6  # a share above this has started to move
 DECODE_SHARE = 0.1  # of the time left after a build, kept for decoding and repairing
+ACCESS_SHARE = 0.3  # of the time left after msa, for the access relaxation when the MILP follows
 
 
 def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[Window]]:
@@ -232,11 +236,24 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
     notes: dict = {}
     bound = lower_bound(inst)  # the model's closed-form bounds (model/residency/bounds.py)
     proved(bound)
+    notes["closed_form_bound"] = bound
     incumbent = None
+    big = estimated_columns(inst) > MAX_COLUMNS
+    # The access relaxation (access_bound.py): an LP that scales; all the time when the
+    # MILP is too large to build, else a share of it.
+    left = deadline - time.perf_counter()
+    if left > 0.05:
+        share = left if big else left * ACCESS_SHARE
+        got = access_bound(inst, best.latency, None if time_limit is None else share, threads, seed)
+        notes["access"] = {"bound": got.bound, "status": got.status,
+                           "seconds": round(got.seconds, 3), "model": got.stats}
+        if got.bound > bound:
+            bound = got.bound
+            proved(bound)
     # Two models: without start binaries (fast), then with them (exact occupancies, a
     # stronger bound and windows that keep the capacity); the bound is the larger one.
     phases = ((False, 1 / 3), (True, 1.0))
-    if estimated_columns(inst) > MAX_COLUMNS:
+    if big:
         phases = ()
         notes["model"] = f"not built: about {estimated_columns(inst)} columns > {MAX_COLUMNS}"
     for phase, (starts, share) in enumerate(phases):

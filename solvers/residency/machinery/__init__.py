@@ -7,7 +7,8 @@
   optimum with windows);
 - `evolution.py`: the GA's chromosome, decoder and operators (`ga`, `hybrid`);
 - `game.py`, `planner.py`: the mallocGame and what the planners (`beam`, `mcts`) share;
-- `relaxation.py`: the MILP relaxation of the simulator (`bound`, the certificates).
+- `relaxation.py`: the MILP relaxation of the simulator (`bound`, the certificates);
+- `access_bound.py`: the access relaxation, an LP bound that scales (`bound`, `memplace gap`).
 
 The solvers sit one folder up, one module each (`msa`, `sa`, `ga`, `hybrid`, `beam`,
 `mcts`, `bound`, `baselines`); a solver that starts from another's solution imports the

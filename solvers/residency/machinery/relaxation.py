@@ -171,6 +171,279 @@ class BuildTimeout(Exception):
     """`formulate` reached its deadline before the model was built."""
 
 
+@dataclass
+class _Terms:
+    """Row terms gathered while the tensors are formulated, written as rows at the end."""
+
+    memory: list[list[tuple[int, float]]]  # per op: E[k] and its accesses' memory time
+    busy: list[list[list[tuple[int, float]]]]  # [level][op]: accesses served by the level
+    copy: list[list[list[tuple[int, float]]]]  # [level][interval]: copy shares moved
+    occupancy: list[list[list[tuple[int, float]]]]  # [level][step]: (column, bytes) of windows
+
+
+@dataclass
+class _Tensor:
+    """One tensor as the rows see it: its accesses, producer (-1: none), earliest copy
+    interval, live end, and the columns made for it so far."""
+
+    t: int
+    acc: list[tuple[int, int, int]]
+    size: float
+    p: int
+    lo: int
+    end: int
+    V: dict[int, list[int]] = field(default_factory=dict)  # eviction shares per home
+    w_first: list[int] = field(default_factory=list)  # w[., l, 1] of every level l
+    w_any: list[list[int]] = field(default_factory=list)  # w columns per access
+    w_of: dict[tuple[int, int], int] = field(default_factory=dict)  # (l, i) -> w
+    g_cols: dict[int, list[int]] = field(default_factory=dict)  # l -> g columns per access
+
+    def v_at(self, j: int) -> list[int]:
+        """V columns at interval j (none before p + 1)."""
+        return [cols[j - (self.p + 1)] for cols in self.V.values()
+                if self.p + 1 <= j < self.p + 1 + len(cols)]
+
+
+class _Formulation:
+    """The state `formulate` builds the model in: the builder, the homes' columns, the
+    gathered terms and the maps a decoder reads; one method per group of rows."""
+
+    def __init__(self, inst: Instance, binary_starts: bool, binary_holds: bool) -> None:
+        T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
+        self.inst, self.binary_starts, self.binary_holds = inst, binary_starts, binary_holds
+        self.b = _Builder()
+        slow = latency(inst, inst.slowest_placement())
+        self.scale = slow / n if slow > 0 else 1.0  # seconds per unit: the slowest op time is ~1
+        self.fits = inst.size[:, None] <= inst.capacity[None, :]
+        self.fits[:, L - 1] = True
+        self.E = [self.b.col(inst.compute[k] / self.scale, INF, 1.0) for k in range(n)]
+        self.x = np.full((T, L), -1, np.int64)
+        self.terms = _Terms([[(self.E[k], 1.0)] for k in range(n)],
+                            [[[] for _ in range(n)] for _ in range(L)],
+                            [[[] for _ in range(n)] for _ in range(L)],
+                            [[[] for _ in range(n)] for _ in range(L)])
+        self.s: dict[tuple[int, int], int] = {}
+        self.prefetch: dict[tuple[int, int, int, int], list[int]] = {}
+        self.evict: dict[tuple[int, int], list[int]] = {}
+        self.starts: dict[tuple[int, int, int], list[int]] = {}
+        self.lo_of = np.zeros(T, np.int64)
+
+    def homes(self, t: int) -> None:
+        """x[t, .] and its row: one home."""
+        for l in range(self.inst.n_levels):
+            if self.fits[t, l]:
+                self.x[t, l] = self.b.col(integer=True)
+        self.b.row([(int(c), 1.0) for c in self.x[t] if c >= 0], 1.0, 1.0)
+
+    def tensor(self, t: int) -> _Tensor:
+        inst = self.inst
+        p = int(inst.tensors[t]["producer"]) if inst.tensors[t]["producer"] is not None else -1
+        lo = p + 1 if p >= 0 else int(inst.start[t])
+        self.lo_of[t] = lo
+        acc = tensor_accesses(inst, t)
+        return _Tensor(t, acc, float(inst.size[t]), p, lo, int(inst.end[t]), w_any=[[] for _ in acc])
+
+    def shares(self, cols: list[int], first_j: int, h: int, t: int) -> None:
+        """Monotone cumulative shares, their increments on h's channel."""
+        coeff = float(self.inst.size[t]) / self.inst.copy_bandwidth[h] / self.scale
+        copy = self.terms.copy
+        for m, col in enumerate(cols):
+            if m:
+                self.b.row([(col, 1.0), (cols[m - 1], -1.0)], 0.0)
+            j = first_j + m
+            copy[h][j].append((col, coeff))
+            if m + 1 < len(cols):
+                copy[h][j + 1].append((col, -coeff))
+
+    def serving(self, tt: _Tensor) -> None:
+        """s[a, l] of every access: served by its home or a faster level."""
+        inst, b, x, t = self.inst, self.b, self.x, tt.t
+        L = inst.n_levels
+        for (k, nbytes, a) in tt.acc:
+            cols = []
+            for l in range(L):
+                if not self.fits[t, l]:
+                    continue
+                col = b.col(integer=nbytes > 0)
+                self.s[a, l] = col
+                cols.append(col)
+                if nbytes:
+                    self.terms.memory[k].append((col, -inst.access_time[a, l] / self.scale))
+                    self.terms.busy[l][k].append((col, inst.access_time[a, l] / self.scale))
+                b.row([(col, 1.0)] + [(int(x[t, h]), -1.0) for h in range(l, L) if x[t, h] >= 0], hi=0.0)
+            b.row([(c, 1.0) for c in cols], 1.0, 1.0)
+
+    def eviction_shares(self, tt: _Tensor) -> None:
+        """V[t, h, .]: one eviction per tensor, on its home's channel."""
+        inst, t, p = self.inst, tt.t, tt.p
+        if not (p >= 0 and tt.end - 1 >= p + 1 and len(tt.acc) >= 2):
+            return
+        for h in range(1, inst.n_levels):
+            if self.x[t, h] < 0 or not any(self.fits[t, l] for l in range(h)):
+                continue
+            cols = [self.b.col() for _ in range(p + 1, tt.end)]
+            self.b.row([(cols[-1], 1.0), (int(self.x[t, h]), -1.0)], hi=0.0)
+            self.shares(cols, p + 1, h, t)
+            tt.V[h] = cols
+            self.evict[t, h] = cols
+
+    def level_windows(self, tt: _Tensor, l: int, homes_above: list[int]) -> None:
+        """Windows of t in level l: w, g, c per access, the prefetch shares F (and start
+        indicators Y) of a window first serving each access, the defining window's Q."""
+        b, t, p, size = self.b, tt.t, tt.p, tt.size
+        occupancy = self.terms.occupancy
+        prev_k, c_prev, g_prev = -1, -1, -1
+        w_prev_pf: list[int] = []
+        tt.g_cols[l] = []
+        for i, (k, nbytes, a) in enumerate(tt.acc):
+            w = b.col()
+            terms = [(w, 1.0), (self.s[a, l], -1.0)]
+            if self.x[t, l] >= 0:
+                terms.append((int(self.x[t, l]), 1.0))
+            b.row(terms, 0.0)
+            b.row([(w, 1.0), (self.s[a, l], -1.0)], hi=0.0)  # a window covering k serves it
+            b.row([(w, 1.0)] + [(col, -1.0) for col in homes_above], hi=0.0)
+            tt.w_any[i].append(w)
+            tt.w_of[l, i] = w
+            serve = [(w, 1.0)]
+            if p >= 0:
+                if i == 0:
+                    g = w
+                    tt.w_first.append(w)
+                else:
+                    g = b.col()
+                    b.row([(g, 1.0), (g_prev, -1.0)], hi=0.0)
+                    serve.append((g, -1.0))
+                tt.g_cols[l].append(g)
+                g_prev = g
+            c = -1
+            if i:
+                c = b.col()
+                b.row([(c, 1.0)] + ([(c_prev, -1.0)] if c_prev >= 0 else [])
+                      + [(col, -1.0) for col in w_prev_pf], hi=0.0)
+                serve.append((c, -1.0))
+                for j in range(prev_k + 1, k + 1):
+                    occupancy[l][j].append((c, size))
+            pf_last = self.prefetch_shares(tt, l, i, k, serve) if tt.lo <= k - 1 else []
+            if not (p >= 0 and i == 0):  # w[., 1] with a producer is the defining window itself
+                b.row(serve, hi=0.0)
+            w_prev_pf, c_prev, prev_k = pf_last, c, k
+        if p >= 0:
+            self.defining_hold(tt, l)
+
+    def prefetch_shares(self, tt: _Tensor, l: int, i: int, k: int,
+                        serve: list[tuple[int, float]]) -> list[int]:
+        """F[t, l, h, i, .] from every home h below l (and Y, with binary starts); adds
+        their last values to `serve`; returns those last values."""
+        b, t, size, lo = self.b, tt.t, tt.size, tt.lo
+        occupancy = self.terms.occupancy
+        pf_cols: list[list[int]] = []
+        for h in range(l + 1, self.inst.n_levels):
+            if self.x[t, h] < 0:
+                continue
+            cols = [b.col() for _ in range(lo, k)]
+            self.prefetch[t, l, h, i] = cols
+            b.row([(cols[-1], 1.0), (int(self.x[t, h]), -1.0)], hi=0.0)
+            self.shares(cols, lo, h, t)
+            pf_cols.append(cols)
+            serve.append((cols[-1], -1.0))
+        if self.binary_starts and pf_cols:
+            # Y[j]: the window has started by step j (binary, non-decreasing);
+            # no byte moves before it, and it occupies every step from it
+            ys = [b.col(integer=True) for _ in range(lo, k)]
+            for m, y in enumerate(ys):
+                if m:
+                    b.row([(y, 1.0), (ys[m - 1], -1.0)], 0.0)
+                b.row([(y, -1.0)] + [(cols[m], 1.0) for cols in pf_cols], hi=0.0)
+                occupancy[l][lo + m].append((y, size))
+            b.row([(ys[-1], 1.0)] + [(cols[-1], -1.0) for cols in pf_cols], 0.0, 0.0)
+            self.starts[t, l, i] = ys
+        else:
+            for cols in pf_cols:
+                for m, col in enumerate(cols):
+                    occupancy[l][lo + m].append((col, size))
+        for cols in pf_cols:
+            occupancy[l][k].append((cols[-1], size))
+        return [cols[-1] for cols in pf_cols]
+
+    def defining_hold(self, tt: _Tensor, l: int) -> None:
+        """Q[t, l, .]: the defining window's occupancy, held until it is evicted."""
+        b, acc = self.b, tt.acc
+        wi = tt.w_first[-1]
+        for j in range(tt.p, tt.end + 1):
+            q = b.col(integer=self.binary_holds)  # binary: held until evicted
+            self.terms.occupancy[l][j].append((q, tt.size))
+            for i, (k, _, _) in enumerate(acc):  # >= g over (k_{i-1}, k_i]
+                k_prev = acc[i - 1][0] if i else k - 1
+                if k_prev < j <= k:
+                    b.row([(q, 1.0), (tt.g_cols[l][i], -1.0)], 0.0)
+            if j >= tt.p + 1:
+                b.row([(q, 1.0), (wi, -1.0)] + [(col, 1.0) for col in tt.v_at(j - 1)], 0.0)
+
+    def tensor_rows(self, tt: _Tensor) -> None:
+        """Rows across t's levels: a home serves an access itself or through the prefetch
+        first serving it, never both; one window at most covers an access; the eviction
+        completes before any access the defining window no longer serves."""
+        b, t, acc = self.b, tt.t, tt.acc
+        for i, (k, nbytes, a) in enumerate(acc):
+            for h in range(1, self.inst.n_levels):
+                pfs = [self.prefetch[t, l, h, i][-1] for l in range(h) if (t, l, h, i) in self.prefetch]
+                if not pfs or (a, h) not in self.s:
+                    continue
+                terms = [(self.s[a, h], 1.0), (int(self.x[t, h]), -1.0)] + [(c, 1.0) for c in pfs]
+                if (h, i) in tt.w_of:
+                    terms.append((tt.w_of[h, i], -1.0))
+                b.row(terms, hi=0.0)
+        for cols in tt.w_any:
+            if len(cols) > 1:
+                b.row([(c, 1.0) for c in cols], hi=1.0)
+        if tt.p >= 0 and tt.w_first:
+            for i in range(1, len(acc)):
+                terms = [(col, 1.0) for col in tt.v_at(acc[i][0] - 1)]
+                terms += [(col, -1.0) for col in tt.w_first]
+                terms += [(tt.g_cols[l][i], 1.0) for l in tt.g_cols if tt.g_cols[l]]
+                b.row(terms, 0.0)
+
+    def time_rows(self) -> None:
+        """The memory row of every op and the channel row of every level and interval."""
+        b, terms = self.b, self.terms
+        for k in range(self.inst.n_ops):
+            b.row(terms.memory[k], 0.0)
+            for h in range(1, self.inst.n_levels):
+                if terms.copy[h][k]:
+                    b.row([(self.E[k], 1.0)] + [(c, -v) for c, v in terms.busy[h][k]]
+                          + [(c, -v) for c, v in terms.copy[h][k]], 0.0)
+
+    def capacity_rows(self, check) -> int:
+        """Every level with a capacity at every step: homes live there and windows; the
+        weights' home load through one column per level, as the static MILP does."""
+        inst, b, x = self.inst, self.b, self.x
+        L, n = inst.n_levels, inst.n_ops
+        weights = np.flatnonzero(inst.is_weight == 1)
+        n_cap = 0
+        for l in range(L):
+            cap = float(inst.capacity[l])
+            if l == L - 1 and inst.levels[l].capacity is None:
+                continue
+            wl = -1
+            wcols = [(int(x[t, l]), inst.size[t] / cap) for t in weights if x[t, l] >= 0]
+            if wcols:
+                wl = b.col(0.0, INF)
+                b.row([(wl, 1.0)] + [(c, -v) for c, v in wcols], 0.0, 0.0)
+            for j in range(n):
+                if j % 256 == 0:
+                    check(f"capacity rows of level {l}, step {j} of {n}")
+                live = np.flatnonzero((inst.start <= j) & (inst.end >= j) & (inst.is_weight == 0))
+                terms = [(int(x[t, l]), inst.size[t] / cap) for t in live if x[t, l] >= 0]
+                terms += [(c, v / cap) for c, v in self.terms.occupancy[l][j]]
+                if wl >= 0:
+                    terms.append((wl, 1.0))
+                if terms:
+                    b.row(terms, hi=1.0)
+                    n_cap += 1
+        return n_cap
+
+
 def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = True,
               deadline: float = INF) -> Relaxation:
     """Build the relaxation of `inst` (module docstring). `binary_starts` adds the
@@ -181,230 +454,27 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
     def check(where: str) -> None:
         if time.perf_counter() >= deadline:
             raise BuildTimeout(f"deadline passed at {where}")
-    T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
-    last = L - 1
-    b = _Builder()
-    slow = latency(inst, inst.slowest_placement())
-    scale = slow / n if slow > 0 else 1.0  # seconds per unit: the slowest op time is ~1
-    fits = inst.size[:, None] <= inst.capacity[None, :]
-    fits[:, last] = True
-
-    E = [b.col(inst.compute[k] / scale, INF, 1.0) for k in range(n)]
-    x = np.full((T, L), -1, np.int64)
+    f = _Formulation(inst, binary_starts, binary_holds)
+    T, L = inst.n_tensors, inst.n_levels
     for t in range(T):
-        for l in range(L):
-            if fits[t, l]:
-                x[t, l] = b.col(integer=True)
-        b.row([(int(c), 1.0) for c in x[t] if c >= 0], 1.0, 1.0)
-
-    memory: list[list[tuple[int, float]]] = [[(E[k], 1.0)] for k in range(n)]
-    # channel[h][k]: terms of the channel row of level h in interval k (E added at the end)
-    busy: list[list[list[tuple[int, float]]]] = [[[] for _ in range(n)] for _ in range(L)]
-    copy: list[list[list[tuple[int, float]]]] = [[[] for _ in range(n)] for _ in range(L)]
-    # occupancy[l][j]: (column, size) terms of the capacity row of level l at step j
-    occupancy: list[list[list[tuple[int, float]]]] = [[[] for _ in range(n)] for _ in range(L)]
-    s: dict[tuple[int, int], int] = {}
-    prefetch: dict[tuple[int, int, int, int], list[int]] = {}
-    evict: dict[tuple[int, int], list[int]] = {}
-    starts: dict[tuple[int, int, int], list[int]] = {}
-    lo_of = np.zeros(T, np.int64)
-
-    def shares(cols: list[int], first_j: int, h: int, t: int) -> None:
-        """Monotone cumulative shares, their increments on h's channel."""
-        coeff = float(inst.size[t]) / inst.copy_bandwidth[h] / scale
-        for m, col in enumerate(cols):
-            if m:
-                b.row([(col, 1.0), (cols[m - 1], -1.0)], 0.0)
-            j = first_j + m
-            copy[h][j].append((col, coeff))
-            if m + 1 < len(cols):
-                copy[h][j + 1].append((col, -coeff))
-
+        f.homes(t)
     for t in range(T):
         if t % 64 == 0:
             check(f"tensor {t} of {T}")
-        acc = tensor_accesses(inst, t)
-        size = float(inst.size[t])
-        p = int(inst.tensors[t]["producer"]) if inst.tensors[t]["producer"] is not None else -1
-        lo = p + 1 if p >= 0 else int(inst.start[t])
-        lo_of[t] = lo
-        end = int(inst.end[t])
-        homes_above = {l: [int(x[t, h]) for h in range(l + 1, L) if x[t, h] >= 0] for l in range(L)}
-        # serving
-        for (k, nbytes, a) in acc:
-            cols = []
-            for l in range(L):
-                if not fits[t, l]:
-                    continue
-                col = b.col(integer=nbytes > 0)
-                s[a, l] = col
-                cols.append(col)
-                if nbytes:
-                    memory[k].append((col, -inst.access_time[a, l] / scale))
-                    busy[l][k].append((col, inst.access_time[a, l] / scale))
-                b.row([(col, 1.0)] + [(int(x[t, h]), -1.0) for h in range(l, L) if x[t, h] >= 0], hi=0.0)
-            b.row([(c, 1.0) for c in cols], 1.0, 1.0)
-        # eviction shares (one eviction per tensor, on its home's channel)
-        V: dict[int, list[int]] = {}
-        if p >= 0 and end - 1 >= p + 1 and len(acc) >= 2:
-            for h in range(1, L):
-                if x[t, h] < 0 or not any(fits[t, l] for l in range(h)):
-                    continue
-                cols = [b.col() for _ in range(p + 1, end)]
-                b.row([(cols[-1], 1.0), (int(x[t, h]), -1.0)], hi=0.0)
-                shares(cols, p + 1, h, t)
-                V[h] = cols
-                evict[t, h] = cols
-
-        def v_at(j: int) -> list[int]:
-            """V columns at interval j (none before p + 1)."""
-            return [cols[j - (p + 1)] for cols in V.values() if p + 1 <= j < p + 1 + len(cols)]
-
-        w_first: list[int] = []
-        w_any: list[list[int]] = [[] for _ in acc]
-        w_of: dict[tuple[int, int], int] = {}
-        g_cols: dict[int, list[int]] = {}
+        tt = f.tensor(t)
+        f.serving(tt)
+        f.eviction_shares(tt)
         for l in range(L - 1):
-            if not fits[t, l] or not homes_above[l]:
-                continue
-            prev_k = -1
-            w_prev_pf: list[int] = []
-            c_prev = -1
-            g_prev = -1
-            g_cols[l] = []
-            for i, (k, nbytes, a) in enumerate(acc):
-                w = b.col()
-                terms = [(w, 1.0), (s[a, l], -1.0)]
-                if x[t, l] >= 0:
-                    terms.append((int(x[t, l]), 1.0))
-                b.row(terms, 0.0)
-                b.row([(w, 1.0), (s[a, l], -1.0)], hi=0.0)  # a window covering k serves it
-                b.row([(w, 1.0)] + [(col, -1.0) for col in homes_above[l]], hi=0.0)
-                w_any[i].append(w)
-                w_of[l, i] = w
-                serve = [(w, 1.0)]
-                occ_span = range(prev_k + 1, k + 1) if i else range(k, k + 1)
-                if p >= 0:
-                    if i == 0:
-                        g = w
-                        w_first.append(w)
-                    else:
-                        g = b.col()
-                        b.row([(g, 1.0), (g_prev, -1.0)], hi=0.0)
-                        serve.append((g, -1.0))
-                    g_cols[l].append(g)
-                    g_prev = g
-                c = -1
-                if i:
-                    c = b.col()
-                    b.row([(c, 1.0)] + ([(c_prev, -1.0)] if c_prev >= 0 else [])
-                          + [(col, -1.0) for col in w_prev_pf], hi=0.0)
-                    serve.append((c, -1.0))
-                    for j in occ_span:
-                        occupancy[l][j].append((c, size))
-                pf_last: list[int] = []
-                if lo <= k - 1:
-                    pf_cols: list[list[int]] = []
-                    for h in range(l + 1, L):
-                        if x[t, h] < 0:
-                            continue
-                        cols = [b.col() for _ in range(lo, k)]
-                        prefetch[t, l, h, i] = cols
-                        b.row([(cols[-1], 1.0), (int(x[t, h]), -1.0)], hi=0.0)
-                        shares(cols, lo, h, t)
-                        pf_cols.append(cols)
-                        pf_last.append(cols[-1])
-                        serve.append((cols[-1], -1.0))
-                    if binary_starts and pf_cols:
-                        # Y[j]: the window has started by step j (binary, non-decreasing);
-                        # no byte moves before it, and it occupies every step from it
-                        ys = [b.col(integer=True) for _ in range(lo, k)]
-                        for m, y in enumerate(ys):
-                            if m:
-                                b.row([(y, 1.0), (ys[m - 1], -1.0)], 0.0)
-                            b.row([(y, -1.0)] + [(cols[m], 1.0) for cols in pf_cols], hi=0.0)
-                            occupancy[l][lo + m].append((y, size))
-                        b.row([(ys[-1], 1.0)] + [(cols[-1], -1.0) for cols in pf_cols], 0.0, 0.0)
-                        starts[t, l, i] = ys
-                    else:
-                        for cols in pf_cols:
-                            for m, col in enumerate(cols):
-                                occupancy[l][lo + m].append((col, size))
-                    for cols in pf_cols:
-                        occupancy[l][k].append((cols[-1], size))
-                if p >= 0 and i == 0:
-                    pass  # w[., 1] is the defining window itself
-                else:
-                    b.row(serve, hi=0.0)
-                w_prev_pf, c_prev, prev_k = pf_last, c, k
-            if p >= 0:
-                # Q: the defining window's occupancy
-                wi = w_first[-1]
-                for j in range(p, end + 1):
-                    q = b.col(integer=binary_holds)  # binary: held until evicted
-                    occupancy[l][j].append((q, size))
-                    # >= g over (k_{i-1}, k_i]
-                    for i, (k, _, _) in enumerate(acc):
-                        k_prev = acc[i - 1][0] if i else k - 1
-                        if k_prev < j <= k:
-                            b.row([(q, 1.0), (g_cols[l][i], -1.0)], 0.0)
-                    if j >= p + 1:
-                        b.row([(q, 1.0), (wi, -1.0)] + [(col, 1.0) for col in v_at(j - 1)], 0.0)
-        # A home serves an access itself or through the prefetch window first serving it,
-        # never both: (served at h, not by a window) + prefetches from h <= x[t, h]
-        for i, (k, nbytes, a) in enumerate(acc):
-            for h in range(1, L):
-                pfs = [prefetch[t, l, h, i][-1] for l in range(h) if (t, l, h, i) in prefetch]
-                if not pfs or (a, h) not in s:
-                    continue
-                terms = [(s[a, h], 1.0), (int(x[t, h]), -1.0)] + [(c, 1.0) for c in pfs]
-                if (h, i) in w_of:
-                    terms.append((w_of[h, i], -1.0))
-                b.row(terms, hi=0.0)
-        for cols in w_any:  # one window at most covers an access
-            if len(cols) > 1:
-                b.row([(c, 1.0) for c in cols], hi=1.0)
-        # eviction before any access the defining window no longer serves
-        if p >= 0 and w_first:
-            for i in range(1, len(acc)):
-                k = acc[i][0]
-                terms = [(col, 1.0) for col in v_at(k - 1)]
-                terms += [(col, -1.0) for col in w_first]
-                terms += [(g_cols[l][i], 1.0) for l in g_cols if g_cols[l]]
-                b.row(terms, 0.0)
-
-    for k in range(n):
-        b.row(memory[k], 0.0)
-        for h in range(1, L):
-            if copy[h][k]:
-                b.row([(E[k], 1.0)] + [(c, -v) for c, v in busy[h][k]]
-                      + [(c, -v) for c, v in copy[h][k]], 0.0)
-    # capacity: weights' home load through one column per level, as the static MILP does
-    weights = np.flatnonzero(inst.is_weight == 1)
-    n_cap = 0
-    for l in range(L):
-        cap = float(inst.capacity[l])
-        if l == last and inst.levels[l].capacity is None:
-            continue
-        wl = -1
-        wcols = [(int(x[t, l]), inst.size[t] / cap) for t in weights if x[t, l] >= 0]
-        if wcols:
-            wl = b.col(0.0, INF)
-            b.row([(wl, 1.0)] + [(c, -v) for c, v in wcols], 0.0, 0.0)
-        for j in range(n):
-            if j % 256 == 0:
-                check(f"capacity rows of level {l}, step {j} of {n}")
-            live = np.flatnonzero((inst.start <= j) & (inst.end >= j) & (inst.is_weight == 0))
-            terms = [(int(x[t, l]), inst.size[t] / cap) for t in live if x[t, l] >= 0]
-            terms += [(c, v / cap) for c, v in occupancy[l][j]]
-            if wl >= 0:
-                terms.append((wl, 1.0))
-            if terms:
-                b.row(terms, hi=1.0)
-                n_cap += 1
+            above = [int(f.x[t, h]) for h in range(l + 1, L) if f.x[t, h] >= 0]
+            if f.fits[t, l] and above:
+                f.level_windows(tt, l, above)
+        f.tensor_rows(tt)
+    f.time_rows()
+    n_cap = f.capacity_rows(check)
+    b = f.b
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
              "binaries": int(sum(b.integer)), "capacity_rows": n_cap}
-    return Relaxation(inst, scale, b, x, s, prefetch, lo_of, evict, starts, stats)
+    return Relaxation(inst, f.scale, b, f.x, f.s, f.prefetch, f.lo_of, f.evict, f.starts, stats)
 
 
 def highs_lp(model: Relaxation):
