@@ -12,35 +12,38 @@ linear in the accesses and the live ranges, so it is built and solved on program
 Columns (fractions; times in units of `scale` seconds), for tensor t with accesses
 i = 0..m-1 at ops k_0 < ... < k_{m-1}:
 
-    y[t, l]       t is homed in l (sum_l y = 1)
-    h[t, i, l]    access i is served by the home, in l (h <= y[t, l])
-    w[t, i, l]    access i is served by a window in l (w <= sum_{h > l} y[t, h]);
-                  sum_l h + w = 1
-    c[t, i, l]    i >= 1: accesses i - 1 and i are served by one window in l
-                  (c <= w[t, i - 1, l], c <= w[t, i, l])
-    f[t, i, l, h] a prefetch from home h into l brings t for access i (f <= y[t, h]);
-                  sum_h f >= w[t, i, l] - c[t, i, l] (i >= 1, or i = 0 without producer)
-    e[t, h]       t (with a producer) is evicted to its home h (e <= y[t, h]);
-                  sum_h e >= w[t, 0, l] - c[t, i, l] for every l and i >= 1
-    E[k]          interval k: op k's run and the wait before op k + 1
-    I[h, k]       channel h's idle time in interval k (E[k] - busy), used by the window rows
+    y[t, h]          t is homed in h (sum_h y = 1)
+    u[t, i, h]       access i of the part of t homed in h is served by the home
+    w[t, i, l, h]    ... by a window in l < h; per home: u + sum_l w = y[t, h] (so a
+                     fraction of t homed in h is served from h or from copies of h's
+                     bytes: a home never lends its copies to another home's fraction)
+    c[t, i, l, h]    i >= 1: accesses i - 1 and i are served by one window in l
+                     (c <= w[t, i - 1, l, h], c <= w[t, i, l, h])
+    f[t, i, l, h]    a prefetch from h into l brings t for access i:
+                     f >= w[t, i, l, h] - c[t, i, l, h] (i >= 1, or i = 0 without producer)
+    e[t, h]          t (with a producer) is evicted to h:
+                     e >= w[t, 0, l, h] - c[t, i, l, h] for every l and i >= 1
+    E[k]             interval k: op k's run and the wait before op k + 1
+    I[h, k]          channel h's idle time in interval k (E[k] - busy), used by the window rows
 
-    E[k] >= compute_k,  E[k] >= sum over op k's accesses and levels of (h + w) * b / bandwidth_l
-    I[h, k] = E[k] - sum over op k's accesses of h[., h] * b / bandwidth_h   (>= 0)
+    E[k] >= compute_k,  E[k] >= sum over op k's accesses of (u * b / bandwidth_h
+                                 + sum_l w * b / bandwidth_l)
+    I[h, k] = E[k] - sum over op k's accesses of u[., h] * b / bandwidth_h   (>= 0)
     window rows: for a span [A, B) of intervals, sum_{A <= k < B} I[h, k] >= the copy time
         (size / copy_bandwidth_h) of every f and e on h's channel that can only move
         inside the span (earliest issue >= A, due <= B); spans: the whole program, and
         at several scales the spans [A, A + 2G) for A on a grid of G
     capacity of level l at step j: homes live at j (y; weights through one column per
-        level) + windows serving an access at j (w) + windows kept between two accesses
-        (c) <= capacity_l
+        level) + windows serving an access at j (w, every home) + windows kept between
+        two accesses (c) <= capacity_l
     minimise sum_k E[k]
 
 Why every valid solution is a feasible point whose objective is its latency:
 
-1. Set y to the homes, h and w to the serving levels (docs/spec.md section 10), c to
-   1 where one window serves both accesses i - 1 and i, f to 1 where a prefetch window
-   (home h) first serves access i, e to 1 where the defining window is evicted.
+1. Set y to the homes, u and w (of the home h) to the serving levels (docs/spec.md
+   section 10), c to 1 where one window serves both accesses i - 1 and i, f to 1 where
+   a prefetch window first serves access i, e to 1 where the defining window is evicted;
+   every column of another home is 0.
 2. Serving rows hold by definition (a window is strictly faster than its home). A window
    serving access i but not i - 1 has `first` in (k_{i-1}, k_i]; it is not the defining
    window (that one starts at the producer, the first access, so it would contain
