@@ -152,3 +152,4 @@ def improve(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns: n
         else:
             width = min(float(m), width * GROWTH)
     return best, stats
+

@@ -441,7 +441,7 @@ def minimize(buffers: Sequence[Buffer], time_limit: float | None = None,
 SEARCH_SEED = 20241
 EXACT_PAIRS = 3_000_000  # overlapping pairs beyond which `minimize` skips the exact search
 REORDER_SPREAD = 0.3
-ANYTIME_SHARE = 0.25  # of minimize's time for the anytime search before the exact one
+ANYTIME_SHARE = 0.1  # of minimize's time for the anytime search before the exact one
 
 
 def _overlapping_pairs(lowers: np.ndarray, uppers: np.ndarray) -> int:
