@@ -369,7 +369,7 @@ static i64 ut_fit(UnionTree *T, i64 s, i64 e, i64 need, i64 alignment, i64 capac
    the others start at -1 (place_around). Without `keep` every offset starts at -1. */
 static int place_core(const i64 *order, i64 n_order, i64 n, const i64 *sizes,
                       const i64 *lowers, const i64 *uppers, const i64 *aligns,
-                      i64 capacity, int best_fit, i64 *offsets, int keep) {
+                      i64 capacity, int best_fit, i64 *offsets, int keep, double deadline) {
     for (i64 k = 0; k < n; k++) if (!keep || offsets[k] < 0) offsets[k] = -1;
     if (n == 0) return 0;
     i64 *points = malloc(sizeof(i64) * 2 * n);
@@ -403,6 +403,7 @@ static int place_core(const i64 *order, i64 n_order, i64 n, const i64 *sizes,
         }
     for (i64 k = 0; !rc && k < n_order; k++) {
         i64 b = order[k];
+        if (deadline >= 0 && (k & 255) == 0 && now_s() > deadline) break;  /* the rest: -1 */
         if (keep && offsets[b] >= 0) continue;  /* fixed */
         i64 at = zero && sizes[b] == 0 ?
             index_fit(&ix, first[b], last[b], 0, aligns[b], capacity, best_fit, first, last,
@@ -424,7 +425,7 @@ static int place_in_order_c(const i64 *order, i64 n_order, i64 n, const i64 *siz
                             const i64 *lowers, const i64 *uppers, const i64 *aligns,
                             i64 capacity, int best_fit, i64 *offsets) {
     return place_core(order, n_order, n, sizes, lowers, uppers, aligns, capacity, best_fit,
-                      offsets, 0);
+                      offsets, 0, -1.0);
 }
 
 /* buffers by decreasing primary, then decreasing secondary, then increasing index */
@@ -437,7 +438,8 @@ static int cmp_order(const void *x, const void *y) {
 }
 
 static int heuristic_c(i64 n, const i64 *sizes, const i64 *lowers, const i64 *uppers,
-                       const i64 *aligns, i64 capacity, int which, i64 *offsets) {
+                       const i64 *aligns, i64 capacity, int which, i64 *offsets,
+                       double deadline) {
     i64 *order = malloc(sizeof(i64) * (n + 1)), *lengths = malloc(sizeof(i64) * (n + 1));
     i64 *counts = NULL;
     if (!order || !lengths) { free(order); free(lengths); return -1; }
@@ -464,8 +466,8 @@ static int heuristic_c(i64 n, const i64 *sizes, const i64 *lowers, const i64 *up
         g_primary = counts; g_secondary = sizes;
     } else { g_primary = sizes; g_secondary = lengths; }
     qsort(order, (size_t)n, sizeof(i64), cmp_order);
-    int rc = place_in_order_c(order, n, n, sizes, lowers, uppers, aligns, capacity, which < 2,
-                              offsets);
+    int rc = place_core(order, n, n, sizes, lowers, uppers, aligns, capacity, which < 2,
+                        offsets, 0, deadline);
     free(order); free(lengths); free(counts);
     return rc;
 }
@@ -884,8 +886,9 @@ static PyObject *py_heuristic_offsets(PyObject *self, PyObject *args) {
     PyObject *o_sizes, *o_lowers, *o_uppers, *o_aligns, *o_out;
     long long capacity;
     int which;
-    if (!PyArg_ParseTuple(args, "OOOOLiO", &o_sizes, &o_lowers, &o_uppers, &o_aligns, &capacity,
-                          &which, &o_out))
+    double deadline = -1.0;
+    if (!PyArg_ParseTuple(args, "OOOOLiO|d", &o_sizes, &o_lowers, &o_uppers, &o_aligns, &capacity,
+                          &which, &o_out, &deadline))
         return NULL;
     Views V = {.n = 0};
     i64 n, m1, m2, m3, m4;
@@ -901,7 +904,7 @@ static PyObject *py_heuristic_offsets(PyObject *self, PyObject *args) {
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = heuristic_c(n, sizes, lowers, uppers, aligns, capacity, which, out);
+    rc = heuristic_c(n, sizes, lowers, uppers, aligns, capacity, which, out, deadline);
     Py_END_ALLOW_THREADS
     views_release(&V);
     if (rc) return PyErr_NoMemory();
@@ -912,8 +915,9 @@ static PyObject *place_binding(PyObject *args, int keep) {
     PyObject *o_order, *o_sizes, *o_lowers, *o_uppers, *o_aligns, *o_out;
     long long capacity;
     int rule;
-    if (!PyArg_ParseTuple(args, "OOOOOLiO", &o_order, &o_sizes, &o_lowers, &o_uppers, &o_aligns,
-                          &capacity, &rule, &o_out))
+    double deadline = -1.0;
+    if (!PyArg_ParseTuple(args, "OOOOOLiO|d", &o_order, &o_sizes, &o_lowers, &o_uppers, &o_aligns,
+                          &capacity, &rule, &o_out, &deadline))
         return NULL;
     Views V = {.n = 0};
     i64 n, k, m1, m2, m3, m4;
@@ -932,7 +936,8 @@ static PyObject *place_binding(PyObject *args, int keep) {
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = place_core(order, k, n, sizes, lowers, uppers, aligns, capacity, rule == 1, out, keep);
+    rc = place_core(order, k, n, sizes, lowers, uppers, aligns, capacity, rule == 1, out, keep,
+                    deadline);
     Py_END_ALLOW_THREADS
     views_release(&V);
     if (rc) return PyErr_NoMemory();
@@ -986,10 +991,12 @@ static PyMethodDef methods[] = {
     {"heuristic_offsets", py_heuristic_offsets, METH_VARARGS,
      "heuristic_offsets(sizes, lowers, uppers, alignments, capacity, which, out): offsets by "
      "heuristic `which` (0 best-fit by size, 1 best-fit by length, 2 greedy by size, 3 greedy "
-     "by conflicts) written into `out` (-1 = did not fit)."},
+     "by conflicts) written into `out` (-1 = did not fit). An optional `deadline` "
+     "(time.perf_counter() seconds) stops it, the buffers left at -1."},
     {"place_in_order", py_place_in_order, METH_VARARGS,
      "place_in_order(order, sizes, lowers, uppers, alignments, capacity, gap_rule, out): "
-     "first fit (0) or best fit (1) in `order`, written into `out`."},
+     "first fit (0) or best fit (1) in `order`, written into `out`; optional `deadline` as "
+     "for heuristic_offsets."},
     {"place_around", py_place_around, METH_VARARGS,
      "place_around(order, sizes, lowers, uppers, alignments, capacity, gap_rule, offsets): "
      "the buffers with offsets >= 0 stay put; the others, in `order`, by first fit (0) or "

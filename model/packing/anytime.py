@@ -45,13 +45,13 @@ GROWTH = 1.5           # the width after a failed step (and back down after a su
 
 
 def compact(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns: np.ndarray,
-            offsets: np.ndarray) -> np.ndarray:
+            offsets: np.ndarray, deadline: float | None = None) -> np.ndarray:
     """Every buffer dropped as low as it goes: first fit in increasing order of the current
     offsets. Each buffer ends at or under its current offset (the buffers under it in
     time overlap end where they ended or lower), so the height never rises."""
     order = np.lexsort((np.arange(sizes.size), offsets)).astype(np.int64)
     cap = int((offsets + sizes).max()) if sizes.size else 0
-    dropped = place_in_order(order, sizes, lowers, uppers, aligns, cap, FIRST_FIT)
+    dropped = place_in_order(order, sizes, lowers, uppers, aligns, cap, FIRST_FIT, deadline)
     return dropped if (dropped >= 0).all() else offsets
 
 
@@ -72,7 +72,7 @@ def portfolio(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns:
                 return offsets, tried
             began = time.perf_counter()
             got = place_in_order(order.astype(np.int64), sizes, lowers, uppers, aligns,
-                                 height - 1, rule)
+                                 height - 1, rule, deadline)
             took = time.perf_counter() - began
             tried += 1
             if (got >= 0).all():
@@ -93,7 +93,7 @@ def improve(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns: n
         return offsets, stats
     rng = np.random.default_rng(seed)
     began = time.perf_counter()
-    best = compact(sizes, lowers, uppers, aligns, offsets)
+    best = compact(sizes, lowers, uppers, aligns, offsets, deadline)
     tops = best + sizes
     height = int(tops.max())
     points = np.unique(np.concatenate([lowers, uppers]))
@@ -138,7 +138,7 @@ def improve(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns: n
         order = np.flatnonzero(free)[np.argsort(key[free], kind="stable")].astype(np.int64)
         rule = BEST_FIT if rng.integers(2) else FIRST_FIT
         got = place_around(order, sizes[inside], lowers[inside], uppers[inside],
-                           aligns[inside], target, rule, fixed)
+                           aligns[inside], target, rule, fixed, deadline)
         stats["steps"] += 1
         if (got >= 0).all():
             best[inside] = got

@@ -26,39 +26,42 @@ except ImportError:  # installed without a C compiler (setup.py: optional), or n
 
 
 def heuristic_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
-                      alignments: np.ndarray, capacity: int, which: int) -> np.ndarray:
+                      alignments: np.ndarray, capacity: int, which: int,
+                      deadline: float | None = None) -> np.ndarray:
     """Offsets by heuristic number `which` (see `heuristics.heuristic_offsets`); -1 = did
-    not fit."""
+    not fit. The core stops at `deadline` (`time.perf_counter()` seconds), leaving the
+    buffers not yet placed at -1; the Numba fallback ignores it."""
     if _core is None:
         from memplace.model.packing import heuristics
         return heuristics.heuristic_offsets(_i64(sizes), _i64(lowers), _i64(uppers),
                                             _i64(alignments), np.int64(capacity), which)
     out = np.full(sizes.size, -1, np.int64)
     _core.heuristic_offsets(_i64(sizes), _i64(lowers), _i64(uppers), _i64(alignments),
-                            int(capacity), int(which), out)
+                            int(capacity), int(which), out, _stop(deadline))
     return out
 
 
 def place_in_order(order: np.ndarray, sizes: np.ndarray, lowers: np.ndarray,
                    uppers: np.ndarray, alignments: np.ndarray, capacity: int,
-                   gap_rule: int) -> np.ndarray:
-    """Offsets for buffers placed in `order` by `gap_rule` (see `heuristics.place_in_order`)."""
+                   gap_rule: int, deadline: float | None = None) -> np.ndarray:
+    """Offsets for buffers placed in `order` by `gap_rule` (see `heuristics.place_in_order`);
+    `deadline` as for `heuristic_offsets`."""
     if _core is None:
         from memplace.model.packing import heuristics
         return heuristics.place_in_order(_i64(order), _i64(sizes), _i64(lowers), _i64(uppers),
                                          _i64(alignments), np.int64(capacity), gap_rule)
     out = np.full(sizes.size, -1, np.int64)
     _core.place_in_order(_i64(order), _i64(sizes), _i64(lowers), _i64(uppers),
-                         _i64(alignments), int(capacity), int(gap_rule), out)
+                         _i64(alignments), int(capacity), int(gap_rule), out, _stop(deadline))
     return out
 
 
 def place_around(order: np.ndarray, sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
                  alignments: np.ndarray, capacity: int, gap_rule: int,
-                 fixed: np.ndarray) -> np.ndarray:
+                 fixed: np.ndarray, deadline: float | None = None) -> np.ndarray:
     """Offsets with every buffer whose `fixed` offset is >= 0 kept there and the others, in
     `order`, placed around them by `gap_rule` (see `heuristics.place_around`); -1 = did
-    not fit."""
+    not fit; `deadline` as for `heuristic_offsets`."""
     if _core is None:
         from memplace.model.packing import heuristics
         return heuristics.place_around(_i64(order), _i64(sizes), _i64(lowers), _i64(uppers),
@@ -66,7 +69,7 @@ def place_around(order: np.ndarray, sizes: np.ndarray, lowers: np.ndarray, upper
                                        _i64(fixed))
     out = np.array(fixed, dtype=np.int64, copy=True)
     _core.place_around(_i64(order), _i64(sizes), _i64(lowers), _i64(uppers),
-                       _i64(alignments), int(capacity), int(gap_rule), out)
+                       _i64(alignments), int(capacity), int(gap_rule), out, _stop(deadline))
     return out
 
 
@@ -76,6 +79,10 @@ def search(*args):
         from memplace.model.packing.search import search as reference
         return reference(*args)
     return _core.search(*args)
+
+
+def _stop(deadline: float | None) -> float:
+    return -1.0 if deadline is None else max(0.0, float(deadline))
 
 
 def _i64(a: np.ndarray) -> np.ndarray:

@@ -131,7 +131,9 @@ def _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit):
         if best is not None and deadline is not None and time.perf_counter() + took > deadline:
             break  # the next heuristic would likely overrun the limit
         began = time.perf_counter()
-        offsets = heuristic_offsets(sizes, lowers, uppers, aligns, np.int64(capacity), which)
+        # once one packs, the others stop at the deadline (an unfinished one does not pack)
+        offsets = heuristic_offsets(sizes, lowers, uppers, aligns, np.int64(capacity), which,
+                                    deadline if best is not None else None)
         took = time.perf_counter() - began
         if (offsets >= 0).all():
             h = _height(sizes, offsets)
@@ -471,7 +473,8 @@ def _reorder_heuristics(sizes, lowers, uppers, aligns, best, bound, deadline, se
         key = keys[tries % 3] * rng.lognormal(0.0, REORDER_SPREAD, sizes.size)
         order = np.argsort(-key, kind="stable").astype(np.int64)
         rule = (tries // 3) % 2
-        offsets = place_in_order(order, sizes, lowers, uppers, aligns, height - 1, rule)
+        offsets = place_in_order(order, sizes, lowers, uppers, aligns, height - 1, rule,
+                                 deadline)
         tries += 1
         if (offsets >= 0).all():
             best, height = offsets, _height(sizes, offsets)

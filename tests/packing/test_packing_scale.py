@@ -134,3 +134,20 @@ def test_compiler_trace_is_seeded_and_shaped_like_the_traces():
     assert np.median(lengths) <= 5 and (lengths > 1000).sum() > 30  # short, with a long tail
     assert len(set(sizes.tolist())) <= 24 + 5  # a palette (and the tiny sizes)
     assert a.capacity == packers.peak_live_size(a.buffers)
+
+
+def test_the_core_stops_placing_at_its_deadline():
+    """The time limit is honoured inside one heuristic: past its deadline the core leaves
+    the buffers not yet placed at -1 (a packing that does not pack)."""
+    from memplace.model.packing import compiled
+    sizes, lowers, uppers, aligns = _random_trace(2000, 31)
+    order = np.arange(sizes.size, dtype=np.int64)
+    assert (compiled.place_in_order(order, sizes, lowers, uppers, aligns, 10**9, 0) >= 0).all()
+    past = time.perf_counter() - 1.0
+    assert (compiled.place_in_order(order, sizes, lowers, uppers, aligns, 10**9, 0,
+                                    past) < 0).all()
+    assert (compiled.heuristic_offsets(sizes, lowers, uppers, aligns, 10**9, 1, past) < 0).all()
+    fixed = np.full(sizes.size, -1, np.int64)
+    fixed[0] = 0
+    got = compiled.place_around(order, sizes, lowers, uppers, aligns, 10**9, 1, fixed, past)
+    assert got[0] == 0 and (got[1:] < 0).all()
