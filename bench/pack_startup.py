@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Iterator
 
 from memplace.bench.pack_table import CHALLENGING, MINIMALLOC_SECONDS
+from memplace.model.core.files import atomic_write
 
 CAPACITY = 1048576  # the challenging set's capacity (1 MiB)
 HELP_GOAL_S = 0.2
@@ -159,3 +160,17 @@ def text_line(fig: Startup) -> str:
     return (f"{fig.label:<38} {len(wall):>4} {wall[0]:>8.3f} {statistics.median(wall):>7.3f} "
             f"{cpu[0]:>8.3f} {statistics.median(cpu):>7.3f} {fig.peak_mb:>8.1f} {goal}  "
             f"{met}{bad}")
+
+
+def write_results(folder: Path, lines: list[str], command: str) -> Path:
+    """`startup.md` in `folder`: the printed table, with the command, the date and the
+    interpreter it ran on."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "startup.md"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text = [f"Written by `{command}` on {when}, Python {sys.version.split()[0]}, "
+            f"{os.cpu_count()} cores (seconds are wall and CPU time of whole processes; "
+            "`met` compares the fastest wall time with the goal).", "", "```", *lines, "```"]
+    with atomic_write(path, "results file") as out:
+        out.write("\n".join(text) + "\n")
+    return path

@@ -96,7 +96,7 @@ def pack_command(input_csv: str, capacity: int | None, output: str | None,
               help="Threads of the exact search [default: 1].")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Also write pack-bench.csv and pack-bench.md into this folder "
-                   "(the committed table: results/packing).")
+                   "(the committed table: results/packing); with --startup, startup.md.")
 @click.option("--startup", is_flag=True,
               help="Instead: time whole `memplace` processes (warm --help, a cold first "
                    "`memplace pack` on A, warm on each of A-F) beside their goals; print wall "
@@ -115,12 +115,18 @@ def pack_bench_command(which: str, bench_dir: str | None, method: str, time_limi
     from memplace.bench import pack_table
     if startup:
         from memplace.bench import pack_startup
-        click.echo(f"{pack_startup.load_average()} at the start; seconds are min and median "
-                   f"of the runs")
-        click.echo(pack_startup.HEADER)
+        lines = [f"{pack_startup.load_average()} at the start; seconds are min and median "
+                 f"of the runs", pack_startup.HEADER]
+        click.echo("\n".join(lines))
         for fig in pack_startup.startup_figures(runs):
-            click.echo(pack_startup.text_line(fig))
-        click.echo(f"{pack_startup.load_average()} at the end")
+            lines.append(pack_startup.text_line(fig))
+            click.echo(lines[-1])
+        lines.append(f"{pack_startup.load_average()} at the end")
+        click.echo(lines[-1])
+        if out is not None:
+            written = pack_startup.write_results(Path(out), lines,
+                                                 "memplace pack-bench " + " ".join(sys.argv[2:]))
+            click.echo(f"wrote {written}")
         return
     folder = Path(bench_dir) if bench_dir is not None else pack_table.CHALLENGING
     table = []

@@ -62,3 +62,11 @@ def test_a_startup_row_holds_the_fastest_wall_time_to_its_goal():
     assert pack_startup.text_line(faster).endswith("yes")
     failed = pack_startup.Startup("x", (), (0.2,), (0.1,), 30.0, (2,), goal_s=None)
     assert pack_startup.text_line(failed).endswith("-  exit (2,)")
+
+def test_startup_results_keep_the_printed_table_and_its_command(tmp_path):
+    lines = ["load average 1.00, 1.00, 1.00 on 2 cores at the start", pack_startup.HEADER,
+             "memplace --help (warm)  5  0.100"]
+    path = pack_startup.write_results(tmp_path / "out", lines, "memplace pack-bench --startup")
+    text = path.read_text()
+    assert path.name == "startup.md" and "`memplace pack-bench --startup`" in text
+    assert "```\n" + "\n".join(lines) + "\n```\n" in text
