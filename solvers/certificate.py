@@ -17,6 +17,14 @@
   recomputed). The residency
   LP bounds both problems (as the closed form does); the static LP bounds the static one.
 
+- The access relaxation (`residency/machinery/access_bound.py`, model `residency-access`): an LP
+  over which level serves each access that scales to large programs. Its interval
+  columns are capped by `ceiling`, the latency of a valid solution, so its certificate
+  stores the ceiling beside the duals, and the check accepts it only when the ceiling is
+  at least a latency the library has verified (the entry's best known): then every
+  solution at least as good as that one, the optimum among them, is a feasible point of
+  the capped LP, and weak duality (`access_bound.dual_bound`, recomputed) bounds it.
+
 Both are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
 """
@@ -35,7 +43,8 @@ from memplace.solvers.static import milp_highs
 
 MARGIN = 1e-9
 DUAL_TOLERANCE = 1e-7  # HiGHS's default dual feasibility tolerance
-LP_MODELS = ("static-milp", "residency-relaxation")
+ACCESS_MODEL = "residency-access"
+LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL)
 
 
 def closed_form(instance: Instance) -> float:
@@ -59,13 +68,56 @@ def _lp(instance: Instance, model: str) -> tuple[Any, float, float]:
 
 
 def lp_models(problem: str) -> tuple[str, ...]:
-    """The LP models whose bounds hold for `problem`."""
-    return LP_MODELS if problem == "static" else ("residency-relaxation",)
+    """The LP models whose bounds `memplace-lib` records for `problem` (the residency
+    ones bound the static optimum too; the static LP is the stronger one there)."""
+    return (("static-milp", "residency-relaxation") if problem == "static"
+            else ("residency-relaxation", ACCESS_MODEL))
 
 
-def lp_dual(instance: Instance, model: str, time_limit: float | None = None) -> dict[str, Any] | None:
+def _sparse(y: np.ndarray, model: str, **extra: Any) -> dict[str, Any]:
+    nonzero = np.flatnonzero(y)
+    return {"kind": "lp-dual", "model": model, **extra, "rows": int(y.size),
+            "index": nonzero.tolist(), "value": y[nonzero].tolist()}
+
+
+def _access_dual(instance: Instance, time_limit: float | None,
+                 ceiling: float | None) -> dict[str, Any] | None:
+    """The access relaxation's certificate: its row duals and the ceiling it was built with."""
+    import time
+    from memplace.solvers.highs import column_lp
+    from memplace.solvers.residency.machinery import access_bound
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+        return None
+    began = time.perf_counter()
+    try:
+        model = access_bound.formulate(instance, ceiling, math.inf if time_limit is None
+                                       else began + time_limit)
+    except TimeoutError:
+        return None
+    cost, lo, hi, rlo, rhi, r, c, v = access_bound._arrays(model)
+    order = np.lexsort((r, c))
+    start = np.zeros(cost.size + 1, np.int64)
+    np.cumsum(np.bincount(c, minlength=cost.size), out=start[1:])
+    lp = column_lp(cost, lo, hi, rlo, rhi, start, r[order], v[order], None, relax=True)
+    left = None if time_limit is None else max(0.05, began + time_limit - time.perf_counter())
+    h = new_highs(1, 0, left)
+    h.passModel(lp)
+    h.run()
+    solution = h.getSolution()
+    if not solution.dual_valid:
+        return None
+    cert = _sparse(np.asarray(solution.row_dual, np.float64), ACCESS_MODEL, ceiling=float(ceiling))
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+
+
+def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
+            ceiling: float | None = None) -> dict[str, Any] | None:
     """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
-    it proves, or None when HiGHS did not reach the LP optimum in time."""
+    it proves, or None when HiGHS did not reach the LP optimum in time. The access
+    relaxation needs `ceiling`, the latency of a valid solution (None without one)."""
+    if model == ACCESS_MODEL:
+        return _access_dual(instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -84,9 +136,14 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None) -> 
     return cert
 
 
-def check_lp_dual(instance: Instance, certificate: dict[str, Any]) -> float:
+def check_lp_dual(instance: Instance, certificate: dict[str, Any],
+                  valid_latency: float | None = None) -> float:
     """The bound (seconds) a dual vector proves, recomputed from the instance; -inf when it
-    proves nothing (wrong shape, or a term that needs an infinite bound)."""
+    proves nothing (wrong shape, or a term that needs an infinite bound, or an access
+    relaxation whose ceiling is below `valid_latency`, a latency known valid, or with
+    no such latency given)."""
+    if certificate.get("model") == ACCESS_MODEL:
+        return _check_access(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     if int(certificate.get("rows", -1)) != n_rows:
@@ -113,4 +170,27 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any]) -> float:
         return -math.inf
     total = offset + float(np.dot(y, row_bound)) + float(np.dot(reduced, col_bound))
     bound = total * to_seconds
+    return bound * (1 - MARGIN) if bound > 0 else bound
+
+
+def _check_access(instance: Instance, certificate: dict[str, Any],
+                  valid_latency: float | None) -> float:
+    from memplace.solvers.residency.machinery import access_bound
+    ceiling = float(certificate.get("ceiling", math.nan))
+    if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
+        return -math.inf
+    model = access_bound.formulate(instance, ceiling)
+    n_rows = len(model.rows.rlo)
+    if int(certificate.get("rows", -1)) != n_rows:
+        return -math.inf
+    index = np.asarray(certificate["index"], np.int64)
+    if index.size and (index.min() < 0 or index.max() >= n_rows):
+        return -math.inf
+    y = np.zeros(n_rows, np.float64)
+    y[index] = np.asarray(certificate["value"], np.float64)
+    if not np.isfinite(y).all():
+        return -math.inf
+    bound = access_bound.dual_bound(model, y)
+    if not math.isfinite(bound):
+        return -math.inf
     return bound * (1 - MARGIN) if bound > 0 else bound

@@ -108,7 +108,10 @@ def recompute_bound(lib: Library, entry: Entry, instance: Any, bound: dict[str, 
     if kind == "closed-form":
         return closed_form(instance)
     if kind == "lp-dual":
-        return check_lp_dual(instance, read_certificate(lib, bound["certificate"]))
+        # the access relaxation's ceiling must be a valid latency: the entry's best known,
+        # whose file verify re-checks
+        return check_lp_dual(instance, read_certificate(lib, bound["certificate"]),
+                             valid_latency=entry.best.get("objective"))
     raise MemplaceError(f"{entry.id}: no check for bound kind {kind!r}")
 
 

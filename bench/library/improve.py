@@ -56,7 +56,7 @@ def run_task(task: Task) -> dict[str, Any]:
         from memplace.solvers.certificate import closed_form, lp_dual, lp_models
         bounds = [{"kind": "closed-form", "value": closed_form(inst), "label": ""}]
         for model in task.params.get("models", lp_models(task.problem)):
-            cert = lp_dual(inst, model, task.time_limit)
+            cert = lp_dual(inst, model, task.time_limit, task.params.get("ceiling"))
             if cert is not None:
                 bounds.append({"kind": "lp-dual", "value": cert["bound"], "label": model,
                                "certificate": cert})
@@ -161,16 +161,21 @@ def record(lib: Library, outcome: dict[str, Any]) -> list[str]:
 
 def certify_task(lib: Library, e: Entry, budget: float) -> Task | None:
     """The cheap-certificate bounds of a program entry, refreshed: the closed form
-    (recomputed, so a stronger formula in the model is picked up) and the LP duals of the
+    (recomputed, so a stronger formula in the model is picked up), the LP duals of the
     models the entry has no `lp-dual` bound of yet (one that did not solve in time
-    before gets `budget` seconds, at least LP_TIME_LIMIT_S). None for packing."""
+    before gets `budget` seconds, at least LP_TIME_LIMIT_S) and the access relaxation's
+    with the best known as its ceiling. None for packing."""
     if e.problem == "packing":
         return None
     from memplace.solvers.certificate import lp_models
+    from memplace.solvers.certificate import ACCESS_MODEL
     have = {b.get("label") for b in e.bounds if b["kind"] == "lp-dual"}
-    missing = [m for m in lp_models(e.problem) if m not in have]
+    # the access relaxation is solved again each time: it is built for large programs
+    # (quick here), and its ceiling, the best known, falls as the best known improves
+    missing = [m for m in lp_models(e.problem) if m not in have or m == ACCESS_MODEL]
     return Task(e.id, e.problem, str(lib.instance_source(e)), "lp-dual",
-                max(budget, LP_TIME_LIMIT_S), 0, {"models": missing})
+                max(budget, LP_TIME_LIMIT_S), 0,
+                {"models": missing, "ceiling": e.best["objective"]})
 
 
 def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: int = 1,
@@ -211,7 +216,43 @@ def improve(lib: Library, budget: float, entries: Iterable[Entry] | None = None,
         for line in lines:
             echo(line)
         store.save(lib)
+    if any(e.problem != "packing" for e in chosen):
+        count += offer_static(lib, echo=echo)  # what the static runs found, as residency
     return count
+
+
+def offer_static(lib: Library, entries: Iterable[Entry] | None = None,
+                 echo: Callable[[str], None] = print) -> int:
+    """Offer each residency entry the best known of the static entry of the same instance:
+    a static placement is a residency solution without windows, of the same latency
+    (docs/spec.md section 9), so the static optimum bounds the residency best from above.
+    It is validated and simulated here, and kept with the static finder's provenance if it
+    beats the residency best known. Returns how many were kept."""
+    from memplace.model.residency import ResidencySolution, simulate, violations
+    from memplace.model.static.solution import Solution
+    static = {e.name: e for e in lib.entries if e.problem == "static" and e.best.get("file")}
+    kept = 0
+    for e in list(lib.entries if entries is None else entries):
+        s = static.get(e.name)
+        if e.problem != "residency" or s is None or \
+                not s.best["objective"] < e.best["objective"] * (1 - 1e-12):
+            continue
+        inst = load_entry_instance(lib, e)
+        placed = Solution.read(lib.path(s.best["file"]), inst)
+        sol = ResidencySolution(inst.name, placed.placement,
+                                placed.offsets if inst.has_addressed_levels else None)
+        if violations(inst, sol):
+            continue
+        sol.latency = simulate(inst, sol)
+        prov = dict(s.best["provenance"] or {}, offered_as="the static entry's best known, no windows")
+        before = e.best["objective"]
+        if store.record_solution(lib, e, float(sol.latency),
+                                 lambda path: sol.write(path, inst), prov):
+            kept += 1
+            echo(f"{e.id}: best {before:.6g} -> {sol.latency:.6g} (static best known, "
+                 f"{prov.get('solver')})")
+    store.save(lib)
+    return kept
 
 
 # ------------------------------------------------------------------ adding instances
@@ -243,7 +284,7 @@ def add_instance(lib: Library, source: str | Path, problems: Iterable[str] = ("s
         from memplace.solvers.certificate import lp_models
         todo = [m for m in lp_models(problem) if m not in certified]
         bounds = run_task(Task(entry.id, problem, src, "lp-dual", LP_TIME_LIMIT_S,
-                               params={"models": todo}))
+                               params={"models": todo, "ceiling": outcome["objective"]}))
         certified.update(dict.fromkeys(todo))  # None: not solved in time
         for b in bounds["bounds"]:
             if b["kind"] == "lp-dual":

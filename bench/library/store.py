@@ -63,6 +63,8 @@ def save(lib: Library) -> None:
         raise MemplaceError(f"{lib.name} is frozen: a change is a new version")
     lib.manifest["entries"] = [e.data for e in lib.entries]
     lib.manifest["dropped"] = lib.dropped
+    lib.manifest["bound_kinds"] = {k: {"checkable": c, "certificate": d}
+                                   for k, (c, d) in BOUND_KINDS.items()}
     _write_manifest(lib.folder, lib.manifest)
 
 

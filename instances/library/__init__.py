@@ -57,7 +57,10 @@ BOUND_KINDS: dict[str, tuple[bool, str]] = {
                       "memplace.solvers.static.milp_highs; residency: memplace.solvers.residency."
                       "relaxation); verify rebuilds the LP from the instance, takes the reduced "
                       "costs c - A'y, and recomputes the dual objective (weak duality: any y with "
-                      "reduced costs of the right sign on unbounded columns bounds the LP)"),
+                      "reduced costs of the right sign on unbounded columns bounds the LP); the "
+                      "residency access relaxation (memplace.solvers.residency.machinery.access_bound) also "
+                      "stores the ceiling it was built with, which must be at least the entry's "
+                      "best known latency"),
     "peak-live": (True, "packing: the largest total size of buffers alive at one time; verify "
                         "recomputes it from the buffers"),
     "branch-and-bound": (False, "HiGHS's proven dual bound of a MILP after branch and bound: "

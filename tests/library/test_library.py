@@ -106,3 +106,22 @@ def test_what_is_recorded_in_a_library_read_from_files_is_saved(small_library, t
     store.save(lib)
     again = read_library(folder).entry("static/" + INSTANCE)
     assert "test" in [b["label"] for b in again.bounds if b["kind"] == "branch-and-bound"]
+
+
+def test_access_relaxation_certificate_needs_a_valid_ceiling_and_proves_no_more():
+    from memplace.solvers import solve
+    from memplace.solvers.certificate import ACCESS_MODEL
+    inst = load("resnet50@edge-tpu", "residency")
+    valid = solve(inst, "msa", problem="residency").latency
+    cert = lp_dual(inst, ACCESS_MODEL, 60, ceiling=valid)
+    assert cert is not None and cert["ceiling"] == valid
+    assert 0 < cert["bound"] <= valid
+    assert check_lp_dual(inst, cert, valid_latency=valid) == pytest.approx(cert["bound"], rel=1e-12)
+    # a ceiling below a known valid latency, or none known, proves nothing
+    assert check_lp_dual(inst, cert, valid_latency=valid * 1.01) == -math.inf
+    assert check_lp_dual(inst, cert) == -math.inf
+    # weak duality: other duals prove less
+    rng = np.random.default_rng(1)
+    bad = dict(cert, value=(np.array(cert["value"]) * rng.uniform(0.5, 1.5, len(cert["value"]))).tolist())
+    assert check_lp_dual(inst, bad, valid_latency=valid) <= cert["bound"] * (1 + 1e-9)
+    assert check_lp_dual(inst, dict(cert, rows=cert["rows"] + 1), valid_latency=valid) == -math.inf
