@@ -99,3 +99,16 @@ def test_exact_packs_the_tight_family_at_its_peak():
     assert result.status == "packed"
     assert check_packing(got.buffers, result.offsets, got.capacity) == []
     assert result.height == peak_live_size(got.buffers)
+
+
+def test_a_tiling_refuted_at_the_peak_still_packs_with_slack():
+    # one section of 4 bytes, sizes 3 and 1 both aligned to 2: no packing at the peak (the
+    # second buffer would start at 3 or end at 5), one at 5 bytes
+    buffers = [Buffer("a", 3, 4, 3, 2), Buffer("b", 3, 4, 1, 2)]
+    sizes, lowers, uppers, aligns = arrays(buffers)
+    assert is_perfect(sizes, lowers, uppers)
+    assert tile(sizes, lowers, uppers, aligns, 4)[0] == INFEASIBLE
+    assert pack(buffers, 4, method="exact-search").status == "infeasible"
+    got = pack(buffers, 6, method="exact-search")
+    assert got.status == "packed" and got.height == 5
+    assert check_packing(buffers, got.offsets, 6) == []
