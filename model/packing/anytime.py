@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from memplace.model.packing.compiled import BEST_FIT, FIRST_FIT, place_around, place_in_order
+from memplace.model.packing.ordering import time_points
 
 SEED = 20261125
 NOISE = 0.25           # log-normal spread of the randomised priorities
@@ -96,7 +97,7 @@ def improve(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns: n
     best = compact(sizes, lowers, uppers, aligns, offsets, deadline)
     tops = best + sizes
     height = int(tops.max())
-    points = np.unique(np.concatenate([lowers, uppers]))
+    points = time_points(lowers, uppers)
     m = points.size
     first = np.searchsorted(points, lowers)
     last = np.searchsorted(points, uppers)
