@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from memplace.model.instance import Instance
-from memplace.model.residency import ResidencySolution, Window, producer_of
+from memplace.model.residency import ResidencySolution, Window
 from memplace.model.residency.simulation import Simulation
+from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
 from memplace.solvers.residency.machinery.fast_memory import FastMemory
 from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
 
@@ -59,46 +60,11 @@ class _Open:
     evict: tuple[int, int] | None = None
 
 
-def op_elapsed(instance: Instance, placement: np.ndarray) -> np.ndarray:
-    """Section 4's time of every op with each tensor served by its level in `placement`."""
-    return _Costs(instance, placement).elapsed
-
-
-@dataclass
-class _Costs:
-    """XLA's cost analysis: op times with the homes, and what an access saves when fast."""
-
-    instance: Instance
-    homes: np.ndarray
-    elapsed: np.ndarray = field(init=False)
-    memory: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        i = self.instance
-        seconds = i.op_bytes / i.bandwidth[self.homes[i.op_tensor]]
-        self.memory = np.bincount(i.access_op, weights=seconds, minlength=i.n_ops)
-        self.elapsed = np.maximum(i.compute, self.memory)
-
-    def saving(self, t: int, k: int, b: int, level: int) -> float:
-        """Seconds op k saves when its access of b bytes to t is served by `level`."""
-        i = self.instance
-        bw = i.bandwidth
-        memory = self.memory[k] - b / bw[self.homes[t]] + b / bw[level]
-        return float(self.elapsed[k] - max(i.compute[k], memory))
-
-
-def boundedness_order(instance: Instance, costs: _Costs) -> list[int]:
-    """Tensors by decreasing memory boundedness (latency saved by all accesses in the
-    fastest level, over the square root of the size); ties by index; tensors that save
-    nothing or are homed in the fastest level are left out."""
-    scores = []
-    for t, tensor in enumerate(instance.tensors):
-        if costs.homes[t] == 0:
-            continue
-        saved = sum(costs.saving(t, k, b, 0) for k, b in tensor["accesses"])
-        if saved > 0:
-            scores.append((-saved / math.sqrt(instance.size[t]), t))
-    return [t for _, t in sorted(scores)]
+def checkpoint_interval(instance: Instance) -> int:
+    """Ops between the incremental simulator's checkpoints during an allocation: a kept
+    window rewrites the checkpoints after it (about n_ops / K of them) and a tried one
+    re-simulates up to K ops more, so K grows as the square root of the program."""
+    return max(2, int(math.sqrt(instance.n_ops) / 2))
 
 
 class _Assignment:
@@ -109,8 +75,10 @@ class _Assignment:
         i = self.instance = instance
         self.homes = np.array(homes, np.int64)
         self.home_offsets = None if home_offsets is None else np.array(home_offsets, np.int64)
-        self.costs = _Costs(i, self.homes)
+        self.costs = CostAnalysis(i, self.homes)
         self.picker = IntervalPicker(self.costs.elapsed, *picker_ratios)
+        # what each access saves served by each faster level (rows: levels)
+        self.savings = np.array([self.costs.access_savings(l) for l in range(i.n_levels - 1)])
         self.fast = FastMemory(i, max_repacks)
         slowest = i.n_levels - 1
         for t in range(i.n_tensors):  # homes in fast levels take their space first
@@ -119,7 +87,7 @@ class _Assignment:
                 offset = None if self.home_offsets is None else int(self.home_offsets[t])
                 self.fast.reserve(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
                                   offset)
-        self.sim = Simulation(i, self.homes, [])
+        self.sim = Simulation(i, self.homes, [], K=checkpoint_interval(i))
         self.kept: list[_Open] = []
         self.stats = MsaStats()
 
@@ -137,8 +105,11 @@ class _Assignment:
         copy_s = size / float(i.copy_bandwidth[h])
         max_el = [picker.max_elapsed(float(i.capacity[l]), float(i.copy_bandwidth[h]))
                   for l in range(h)]
-        p = producer_of(i, t)
-        accesses = sorted(i.tensors[t]["accesses"])
+        p = i.tensors[t]["producer"]
+        p = -1 if p is None else int(p)
+        accesses = i.tensor_access[i.tensor_ptr[t]:i.tensor_ptr[t + 1]]  # in op order
+        ops = i.access_op[accesses].tolist()
+        savings = self.savings[:h, accesses].T.tolist()  # per access, per faster level
         live_lo = int(i.start[t])
         self.valid = 0 if p < 0 else p + 1  # first op the home holds the data
         self.prev_hold = -1  # last op occupied by the previous window of t
@@ -148,7 +119,7 @@ class _Assignment:
                 if fast.allocate((t, p), l, p, p, size):
                     cur = _Open((t, p), l, p, p, p, True)
                     break
-        for k, b in accesses:
+        for k, saving in zip(ops, savings):
             if k == p:
                 continue
             if cur is not None:
@@ -158,7 +129,6 @@ class _Assignment:
                     continue
                 self._close(t, cur, copy_s, next_use=k)
                 cur = None
-            saving = [self.costs.saving(t, k, b, l) for l in range(h)]
             lo = max(self.valid, self.prev_hold + 1, live_lo)
             for l in range(h):
                 if saving[l] <= 0:
@@ -238,21 +208,16 @@ def assign_windows(instance: Instance, homes: np.ndarray, home_offsets: np.ndarr
                    preferred: Sequence[float] | np.ndarray | None = None,
                    deadline: float = math.inf) -> tuple[ResidencySolution, MsaStats]:
     """Memory-space assignment over fixed homes: every tensor of `order` (default: the
-    decreasing memory boundedness of `boundedness_order`) gets its windows in turn;
+    decreasing memory boundedness of `cost_analysis.buffer_order`) gets its windows in turn;
     `preferred[t]`, when given, is tensor t's own preferred overlap in copy times (its
     prefetch lead). At `deadline` (a `time.perf_counter()` value) the buffers not yet
     seen stay in their homes (every window kept so far is valid on its own). Returns the
     solution and what was done."""
     run = _Assignment(instance, homes, home_offsets, (min_overlap, preferred_overlap, max_overlap),
                       max_repacks)
-    for t in (boundedness_order(instance, run.costs) if order is None else order):
+    for t in (buffer_order(instance, run.homes).tolist() if order is None else order):
         if time.perf_counter() >= deadline:
             run.stats.truncated = True
             break
         run.assign(int(t), None if preferred is None else float(preferred[t]))
     return run.solution(), run.stats
-
-
-def buffer_order(instance: Instance, homes: np.ndarray) -> list[int]:
-    """The buffers memory-space assignment considers over these homes, in its order."""
-    return boundedness_order(instance, _Costs(instance, np.asarray(homes, np.int64)))

@@ -7,7 +7,7 @@ A chromosome does not hold windows; it holds what memory-space assignment decide
 from, as TelaMalloc's and the genetic schedulers' decoders do:
 
 - `order`: a priority order of the *buffers* (every tensor whose accesses would save
-  time in the fastest level, `allocation.buffer_order` over the slowest homes), the
+  time in the fastest level, `cost_analysis.buffer_order` over the slowest homes), the
   order in which the allocator gives them windows;
 - `leads`: per buffer, the preferred overlap of its prefetches and evictions in copy
   times (msa's picker uses 1.5 for every buffer), kept within the picker's `min` and
@@ -41,7 +41,8 @@ from deap import base, creator, tools
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.solvers import Param, SearchContext
-from memplace.solvers.residency.machinery.allocation import assign_windows, buffer_order, op_elapsed
+from memplace.solvers.residency.machinery.allocation import assign_windows
+from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
 from memplace.solvers.residency.machinery.starts import finish_seconds, msa_start, static_homes
 
 if not hasattr(creator, "ResidencyFitness"):
@@ -82,9 +83,10 @@ class Decoder:
     def msa_chromosome(self, homes: int) -> list:
         """msa's own decisions: XLA's order over these homes (the other buffers after them),
         preferred overlap 1.5 everywhere."""
-        first = [self.position[t] for t in buffer_order(self.instance, self.homes[homes][0])
-                 if t in self.position]
-        rest = [j for j in range(self.buffers.size) if j not in set(first)]
+        order = buffer_order(self.instance, self.homes[homes][0]).tolist()
+        first = [self.position[t] for t in order if t in self.position]
+        chosen = set(first)
+        rest = [j for j in range(self.buffers.size) if j not in chosen]
         return creator.DecoderIndividual([np.array(first + rest, np.int64),
                                           np.full(self.buffers.size, PREFERRED), homes])
 
@@ -105,7 +107,7 @@ class Decoder:
         i = self.instance
         near = [int((solution.placement == h[0]).sum()) for h in self.homes]
         homes = int(np.argmax(near))
-        elapsed = op_elapsed(i, self.homes[homes][0])
+        elapsed = CostAnalysis(i, self.homes[homes][0]).elapsed
         cum = np.concatenate([[0.0], np.cumsum(elapsed)])
         first_start = {}
         leads = np.full(self.buffers.size, PREFERRED)

@@ -90,8 +90,8 @@ class FastMemory:
         level = self.owner[key]
         old = self.spans[key]
         size = self.sizes[key]
-        extra = [k for k in range(lo, hi + 1) if not old[0] <= k <= old[1]]
-        if extra and int(self.load[level, extra].max()) + size > self.capacity[level]:
+        extra = [(a, b) for a, b in ((lo, min(hi, old[0] - 1)), (max(lo, old[1] + 1), hi)) if a <= b]
+        if any(int(self.load[level, a:b + 1].max()) + size > self.capacity[level] for a, b in extra):
             return False
         if level in self.chunks:
             chunk = self.chunks[level][key]
@@ -102,7 +102,8 @@ class FastMemory:
             if clash and not self._repack(level):
                 chunk[:] = saved
                 return False
-        self.load[level, extra] += size
+        for a, b in extra:
+            self.load[level, a:b + 1] += size
         self.spans[key] = (lo, hi)
         return True
 

@@ -35,7 +35,7 @@ Every prefix of a game is itself a valid solution (each window is legal given
 the earlier ones, and the rest stay home), so `latency()` is defined at every
 step; the Gymnasium environment `memplace/Residency-v0` shapes its reward with it.
 
-The estimates (`allocation._Costs`: op times of the homes alone, no channel
+The estimates (`cost_analysis.CostAnalysis`: op times of the homes alone, no channel
 contention) only order buffers and pick candidate starts; what a game is worth
 is always the simulated latency. Where the game is simpler than `msa`: one
 window per buffer (msa may give each use segment its own), so evictions are
@@ -54,7 +54,7 @@ import numpy as np
 from memplace.model.core.errors import MemplaceError
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
-from memplace.solvers.residency.machinery.allocation import _Costs
+from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
 from memplace.solvers.residency.machinery.fast_memory import best_fit_gap
 from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
 from memplace.solvers.residency.machinery.starts import static_homes
@@ -75,23 +75,6 @@ def action_of(level: int, kind: str) -> int:
 def n_actions(n_levels: int) -> int:
     """Size of the action space of an instance with `n_levels` levels."""
     return 1 + (n_levels - 1) * len(KINDS)
-
-
-def buffer_order(instance: Instance, placement: np.ndarray) -> np.ndarray:
-    """Tensors not homed in level 0 that would save time there, by decreasing memory
-    boundedness (saved seconds over the square root of the size), ties to the smaller
-    index: `msa`'s order (docs/spec.md section 12)."""
-    i = instance
-    costs = _Costs(i, placement)  # XLA's cost analysis, as `msa` computes it
-    # the seconds each access would save if its tensor were served by level 0, every other
-    # access of its op staying home
-    home = placement[i.op_tensor]
-    faster = costs.memory[i.access_op] - i.op_bytes / i.bandwidth[home] + i.op_bytes / i.bandwidth[0]
-    saving = costs.elapsed[i.access_op] - np.maximum(i.compute[i.access_op], faster)
-    saved = np.bincount(i.op_tensor, weights=saving, minlength=i.n_tensors)
-    tensors = np.flatnonzero((placement > 0) & (saved > 0))
-    score = saved[tensors] / np.sqrt(i.size[tensors])
-    return tensors[np.lexsort((tensors, -score))].astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -140,7 +123,7 @@ class ResidencyGame:
             raise ValueError(f"n_levels {self.n_levels} is below the instance's {instance.n_levels}")
         self.n_actions = n_actions(self.n_levels)
         self.order = buffer_order(instance, self.homes)
-        costs = _Costs(instance, self.homes)  # seconds per op, homes alone
+        costs = CostAnalysis(instance, self.homes)  # seconds per op, homes alone
         self.elapsed, self.memory = costs.elapsed, costs.memory
         self.picker = IntervalPicker(self.elapsed)
         self._base_load = load_with_windows(instance, self.homes, ())

@@ -23,7 +23,7 @@ the homes without windows (XLA's instruction elapsed with operands in default me
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
@@ -39,11 +39,13 @@ class IntervalPicker:
     min_ratio: float = 0.8
     preferred_ratio: float = 1.5
     max_ratio: float = 10.0
+    cum: np.ndarray | None = field(default=None, repr=False, compare=False)  # of `elapsed`
 
     def __post_init__(self) -> None:
-        cum = np.zeros(self.elapsed.size + 1, np.float64)
-        np.cumsum(self.elapsed, out=cum[1:])
-        object.__setattr__(self, "cum", cum)
+        if self.cum is None:  # `dataclasses.replace` passes it on: one sum per run
+            cum = np.zeros(self.elapsed.size + 1, np.float64)
+            np.cumsum(self.elapsed, out=cum[1:])
+            object.__setattr__(self, "cum", cum)
 
     def overlap(self, start: int, first: int) -> float:
         """Seconds of ops `start .. first-1` (what a copy issued before `start` and due
