@@ -1,5 +1,5 @@
 """The README stays short, true and runnable: its set-up commands are what CI runs, its
-one table is the committed results file, its links resolve and its tour runs."""
+tables are the committed results files, its links resolve and its tour runs."""
 from __future__ import annotations
 
 import json
@@ -66,6 +66,16 @@ def test_readme_headline_tables_are_the_committed_results_tables():
     assert _table_lines(headline) == committed
     assert all(f in headline for f in HEADLINE_FILES)
     assert len(_table_lines(headline)) > 10
+
+
+def test_readme_packing_table_is_the_committed_pack_bench_table():
+    """The packing section's table is the rows `memplace pack-bench --set all --out
+    results/packing` wrote."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Packing", 1)[1].split("\n## ", 1)[0]
+    committed = (ROOT / "results" / "packing" / "pack-bench.md").read_text()
+    assert _table_lines(section) == _table_lines(committed)
+    assert len(_table_lines(section)) > 30
 
 
 def test_readme_links_point_at_files_in_the_repository():
