@@ -102,9 +102,14 @@ def verify_command(version: str) -> None:
 @click.option("--min-gap", type=float, default=None,
               help="only entries whose gap to the best bound is above this (percent)")
 @click.option("--no-certify", is_flag=True, help="skip refreshing the closed-form and LP-dual bounds")
+@click.option("--certify-only", is_flag=True, help="only refresh the closed-form and LP-dual bounds")
+@click.option("--lp-model", "lp_models", multiple=True,
+              type=click.Choice(["static-milp", "residency-relaxation", "residency-access"]),
+              help="LP models the refresh solves (repeatable; default: each problem's)")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,
                     max_ops: int | None, seeds: int, scheduler: str | None,
-                    solvers: tuple[str, ...], min_gap: float | None, no_certify: bool) -> None:
+                    solvers: tuple[str, ...], min_gap: float | None, no_certify: bool,
+                    certify_only: bool, lp_models: tuple[str, ...]) -> None:
     """Run the solvers with a budget and record better solutions and bounds with provenance."""
     from memplace.bench.library.improve import IMPROVERS, improve
     if time_limit <= 0:
@@ -114,9 +119,12 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
     chosen = [e for e in chosen if (problem is None or e.problem == problem)
               and (max_ops is None or e.ops <= max_ops)
               and (min_gap is None or e.gap is None or 100 * e.gap > min_gap)]
-    per_problem = ({p: tuple(solvers) for p in IMPROVERS} if solvers else None)
+    if certify_only and (no_certify or solvers):
+        raise MemplaceError("--certify-only runs no solver: give neither --solver nor --no-certify")
+    per_problem = ({p: () for p in IMPROVERS} if certify_only else
+                   {p: tuple(solvers) for p in IMPROVERS} if solvers else None)
     found = improve(lib, time_limit, chosen, scheduler, seeds, echo=click.echo,
-                    solvers=per_problem, certify=not no_certify)
+                    solvers=per_problem, certify=not no_certify, models=lp_models or None)
     click.echo(f"{found} improvements recorded in {lib.folder}")
 
 

@@ -156,23 +156,27 @@ def record(lib: Library, outcome: dict[str, Any]) -> list[str]:
                               bound.get("certificate"), bound.get("label", "")):
             lines.append(f"{entry.id}: {bound['kind']} bound {bound['value']:.6g}"
                          + (f" ({bound['label']})" if bound.get("label") else ""))
+    store.prune_dominated(lib, entry)
     return lines
 
 
-def certify_task(lib: Library, e: Entry, budget: float) -> Task | None:
+def certify_task(lib: Library, e: Entry, budget: float,
+                 models: Iterable[str] | None = None) -> Task | None:
     """The cheap-certificate bounds of a program entry, refreshed: the closed form
     (recomputed, so a stronger formula in the model is picked up), the LP duals of the
     models the entry has no `lp-dual` bound of yet (one that did not solve in time
     before gets `budget` seconds, at least LP_TIME_LIMIT_S) and the access relaxation's
-    with the best known as its ceiling. None for packing."""
+    with the best known as its ceiling (`models`: only these LP models). None for packing."""
     if e.problem == "packing":
         return None
     from memplace.solvers.certificate import lp_models
     from memplace.solvers.certificate import ACCESS_MODEL
-    have = {b.get("label") for b in e.bounds if b["kind"] == "lp-dual"}
+    have = {b.get("label") for b in e.bounds if b["kind"] == "lp-dual"} | set(
+        e.data.get("lp_dominated", []))
     # the access relaxation is solved again each time: it is built for large programs
     # (quick here), and its ceiling, the best known, falls as the best known improves
-    missing = [m for m in lp_models(e.problem) if m not in have or m == ACCESS_MODEL]
+    missing = [m for m in lp_models(e.problem) if (m not in have or m == ACCESS_MODEL)
+               and (models is None or m in models)]
     return Task(e.id, e.problem, str(lib.instance_source(e)), "lp-dual",
                 max(budget, LP_TIME_LIMIT_S), 0,
                 {"models": missing, "ceiling": e.best["objective"]})
@@ -180,7 +184,7 @@ def certify_task(lib: Library, e: Entry, budget: float) -> Task | None:
 
 def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: int = 1,
                   solvers: dict[str, tuple[str, ...]] | None = None,
-                  certify: bool = True) -> list[Task]:
+                  certify: bool = True, models: Iterable[str] | None = None) -> list[Task]:
     """A run of every improver of each entry's problem, `budget` seconds each, after the
     entry's certificate bounds are refreshed (`certify_task`); entries already optimal
     are skipped."""
@@ -188,7 +192,7 @@ def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: 
     for e in entries:
         if e.gap is not None and e.gap <= OPTIMAL_GAP:
             continue
-        cert = certify_task(lib, e, budget) if certify else None
+        cert = certify_task(lib, e, budget, models) if certify else None
         if cert is not None:
             tasks.append(cert)
         for solver in (solvers or IMPROVERS).get(e.problem, ()):
@@ -202,15 +206,18 @@ def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: 
 def improve(lib: Library, budget: float, entries: Iterable[Entry] | None = None,
             scheduler: str | None = None, seeds: int = 1,
             echo: Callable[[str], None] = print,
-            solvers: dict[str, tuple[str, ...]] | None = None, certify: bool = True) -> int:
+            solvers: dict[str, tuple[str, ...]] | None = None, certify: bool = True,
+            models: Iterable[str] | None = None) -> int:
     """Run the improvers (`solvers` per problem, default IMPROVERS) on `entries` (default:
     every entry not yet optimal) and record what is better, saving the library after
     each result. Returns the improvements."""
     chosen = list(lib.entries if entries is None else entries)
     for e in chosen:
         load_entry_instance(lib, e)  # an instance that changed is refused before any run
+        store.prune_dominated(lib, e)
     count = 0
-    for outcome in results(improve_tasks(lib, chosen, budget, seeds, solvers, certify), scheduler):
+    tasks = improve_tasks(lib, chosen, budget, seeds, solvers, certify, models)
+    for outcome in results(tasks, scheduler):
         lines = record(lib, outcome)
         count += sum(1 for line in lines if "failed" not in line)
         for line in lines:

@@ -170,3 +170,28 @@ def freeze(lib: Library) -> None:
 
 def finite(values: np.ndarray) -> bool:
     return bool(np.isfinite(values).all())
+
+
+def prune_dominated(lib: Library, entry: Entry) -> list[str]:
+    """Drop the LP-dual bounds of an entry that another checkable bound matches or beats
+    (their certificates would cost `verify` time and prove less), keeping the closed
+    form (recomputed in microseconds); the models dropped are remembered in the entry's
+    `lp_dominated`, so a refresh does not solve them again. Returns their labels."""
+    best = {}
+    for b in entry.bounds:
+        if BOUND_KINDS[b["kind"]][0]:
+            best[id(b)] = b["value"]
+    dropped = []
+    for b in list(entry.bounds):
+        if b["kind"] != "lp-dual":
+            continue
+        others = [v for k, v in best.items() if k != id(b)]
+        if others and max(others) >= b["value"]:
+            entry.bounds.remove(b)
+            best.pop(id(b))
+            if b.get("certificate") and lib.path(b["certificate"]).exists():
+                lib.path(b["certificate"]).unlink()
+            dropped.append(b.get("label", ""))
+    if dropped:
+        entry.data["lp_dominated"] = sorted(set(entry.data.get("lp_dominated", [])) | set(dropped))
+    return dropped

@@ -125,3 +125,15 @@ def test_access_relaxation_certificate_needs_a_valid_ceiling_and_proves_no_more(
     bad = dict(cert, value=(np.array(cert["value"]) * rng.uniform(0.5, 1.5, len(cert["value"]))).tolist())
     assert check_lp_dual(inst, bad, valid_latency=valid) <= cert["bound"] * (1 + 1e-9)
     assert check_lp_dual(inst, dict(cert, rows=cert["rows"] + 1), valid_latency=valid) == -math.inf
+
+
+def test_static_best_known_is_offered_to_the_residency_entry(small_library, tmp_path):
+    from memplace.bench.library.improve import offer_static
+    lib = read_library(_copy(small_library, tmp_path))
+    offer_static(lib, echo=lambda line: None)
+    lib = read_library(lib.folder)
+    static, residency = lib.entry("static/" + INSTANCE), lib.entry("residency/" + INSTANCE)
+    # a static placement is a residency solution of the same latency (spec section 9)
+    assert residency.best["objective"] <= static.best["objective"] * (1 + 1e-9)
+    reports, problems = verify(lib)
+    assert problems == [] and [r.errors for r in reports] == [[], [], []]
