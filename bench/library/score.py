@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from memplace.bench.library.check import load_entry_instance, solution_objective
+from memplace.bench.library.tables import percent
 from memplace.instances.library import Entry, Library
 from memplace.model.core.errors import MemplaceError
 
@@ -89,7 +90,7 @@ def score(lib: Library, folder: str | Path, split: str = "all",
 
 
 def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.2f}"
+    return percent(value)
 
 
 def table(scores: list[Score]) -> str:

@@ -15,7 +15,9 @@ def figure(entry: Entry, value: float | None) -> str:
 
 
 def percent(gap: float | None) -> str:
-    return "-" if gap is None else f"{100 * gap:.2f}"
+    """A relative gap in % with two decimals; one that rounds to zero prints 0.00, never
+    -0.00 (a tie whose last bits differ)."""
+    return "-" if gap is None else f"{100 * gap:.2f}".replace("-0.00", "0.00")
 
 
 def list_rows(lib: Library) -> list[dict[str, Any]]:

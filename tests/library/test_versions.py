@@ -27,3 +27,9 @@ def test_what_is_not_a_library_spec_is_refused_by_name(text):
     assert not is_spec(text)
     with pytest.raises(MemplaceError, match="memplace-lib"):
         instance_set(text)
+
+
+def test_a_gap_that_rounds_to_zero_prints_without_a_sign():
+    from memplace.bench.library.tables import percent
+    assert percent(-1e-12) == percent(1e-12) == "0.00"
+    assert percent(-0.0125) == "-1.25" and percent(None) == "-"
