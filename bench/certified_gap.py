@@ -111,3 +111,13 @@ def _origin(result) -> str:
     if own is not None and own <= result.latency * (1 + 1e-12):
         return "its relaxation's windows, repaired"
     return "msa or the compiler placement it offers"
+
+
+TABLE_HEAD = ("| program | ops | best valid (µs) | found by | best bound (µs) | proven by | "
+              "certified gap | seconds (limit) |\n|---|---|---|---|---|---|---|---|\n")
+
+
+def table_row(got: CertifiedGap, n_ops: int, limit: float) -> str:
+    """One markdown row of a certified-gap table."""
+    return (f"| {got.instance} | {n_ops} | {got.latency * 1e6:.3f} | {got.found_by} | "
+            f"{got.bound * 1e6:.3f} | {got.bound_by} | {got.gap:.2%} | {got.seconds:.1f} ({limit:g}) |\n")

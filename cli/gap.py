@@ -1,37 +1,53 @@
 """`memplace gap`: the certified gap of a residency program (search and bound, one budget)."""
 from __future__ import annotations
 
+import os
+
 import click
 
 from memplace.cli.values import SECONDS, SEED
 
 
 @click.command("gap")
-@click.argument("instance")
+@click.argument("instances", nargs=-1, required=True)
 @click.option("--time-limit", type=SECONDS, default=600.0, show_default=True,
-              help="seconds for the search and the bound together")
+              help="seconds for the search and the bound together, per program")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--problem", "problem_name", type=click.Choice(["residency"]), default="residency",
               show_default=True, help="the problem (residency only)")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the best solution file")
-def gap_command(instance: str, time_limit: float, seed: int, problem_name: str,
-                output: str | None) -> None:
-    """Run the search (sa) and the bound (MILP relaxation) on INSTANCE within one time
-    limit; print the best valid solution, the best proven lower bound, which solver found
-    each, and the certified gap between them."""
-    from memplace.bench.certified_gap import certified_gap
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="write the best solution file (one program only)")
+@click.option("--table", type=click.Path(dir_okay=False),
+              help="also write a markdown table, one row per program, rewritten after each")
+def gap_command(instances: tuple[str, ...], time_limit: float, seed: int, problem_name: str,
+                output: str | None, table: str | None) -> None:
+    """Run the search (static milp, then sa) and the bound (closed-form, access and MILP
+    relaxations) on each of INSTANCES within one time limit; print the best valid
+    solution, the best proven lower bound, which solver found each, and the certified
+    gap between them."""
+    from memplace.bench.certified_gap import TABLE_HEAD, certified_gap, table_row
     from memplace.instances import load as load_instance
+    from memplace.model.core.errors import MemplaceError
     from memplace.solvers import load_kernels
-    inst = load_instance(instance, problem=problem_name)
+    if output and len(instances) > 1:
+        raise MemplaceError("-o/--output writes one solution: give one instance")
+    loaded = [load_instance(name, problem=problem_name) for name in instances]
     load_kernels(["sa", "bound"], problem_name)
-    got = certified_gap(inst, time_limit, seed)
-    click.echo(f"{got.instance}: {inst.n_ops} ops, {inst.n_tensors} tensors")
-    for name, run in got.runs.items():
-        lb = "-" if run["lower_bound"] is None else f"{run['lower_bound'] * 1e6:.3f} us"
-        click.echo(f"  {name:<6} latency {run['latency'] * 1e6:.3f} us  bound {lb}  {run['wall_s']} s")
-    click.echo(f"best valid    {got.latency * 1e6:.3f} us  found by {got.found_by}")
-    click.echo(f"best bound    {got.bound * 1e6:.3f} us  proven by {got.bound_by}")
-    click.echo(f"certified gap {got.gap:.2%}  ({got.seconds:.1f} s in all, limit {time_limit:g} s)")
-    if output:
-        got.solution.write(output, inst)
-        click.echo(f"wrote {output}")
+    rows = ""
+    for inst in loaded:
+        got = certified_gap(inst, time_limit, seed)
+        click.echo(f"{got.instance}: {inst.n_ops} ops, {inst.n_tensors} tensors")
+        for name, run in got.runs.items():
+            lb = "-" if run["lower_bound"] is None else f"{run['lower_bound'] * 1e6:.3f} us"
+            click.echo(f"  {name:<6} latency {run['latency'] * 1e6:.3f} us  bound {lb}  {run['wall_s']} s")
+        click.echo(f"best valid    {got.latency * 1e6:.3f} us  found by {got.found_by}")
+        click.echo(f"best bound    {got.bound * 1e6:.3f} us  proven by {got.bound_by}")
+        click.echo(f"certified gap {got.gap:.2%}  ({got.seconds:.1f} s in all, limit {time_limit:g} s)")
+        if output:
+            got.solution.write(output, inst)
+            click.echo(f"wrote {output}")
+        if table:
+            rows += table_row(got, inst.n_ops, time_limit)
+            os.makedirs(os.path.dirname(os.path.abspath(table)), exist_ok=True)
+            with open(table, "w", encoding="utf-8") as f:
+                f.write(TABLE_HEAD + rows)
