@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 from memplace.instances import load
 from memplace.model import Instance, latency, rectify
 from memplace.model.residency import validate
-from memplace.solvers.residency.machinery.game import (KINDS, STAY, Block, IllegalMove, ResidencyGame,
-                                                       action_of, best_fit_offset, greedy_lookahead,
-                                                       play)
+from memplace.solvers.residency.machinery.game import (KINDS, STAY, IllegalMove, ResidencyGame,
+                                                       action_of, greedy_lookahead, play)
 from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
 from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
 from randominst import random_instance_dict
@@ -119,17 +118,6 @@ def test_prefetch_candidates_are_msas_picker_starts(name):
             assert got == expected
             prefetches += len(got)
     assert prefetches > 10
-
-
-def test_best_fit_takes_the_smallest_gap_that_holds_the_buffer():
-    blocks = [Block(0, 10, 0, 5), Block(14, 10, 0, 5), Block(30, 10, 0, 5), Block(50, 50, 9, 9)]
-    # gaps over steps 2..4: [10,14) (4 bytes), [24,30) (6), [40,100) (60)
-    assert best_fit_offset(blocks, 5, 2, 4, 1, 100) == 24
-    assert best_fit_offset(blocks, 4, 2, 4, 1, 100) == 10
-    assert best_fit_offset(blocks, 4, 2, 4, 8, 100) == 24  # 10 rounds up to 16: no room
-    assert best_fit_offset(blocks, 4, 2, 4, 16, 100) == 48  # only the last gap has an aligned fit
-    assert best_fit_offset(blocks, 61, 2, 4, 1, 100) == -1
-    assert best_fit_offset(blocks, 60, 2, 4, 1, 100) == 40
 
 
 def test_action_indices_name_a_level_and_a_kind():

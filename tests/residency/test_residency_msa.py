@@ -84,6 +84,19 @@ def test_best_fit_takes_the_smallest_gap_that_holds_the_chunk():
     assert best_fit_gap(busy, 41, 1, 100) == -1
 
 
+@pytest.mark.parametrize("alignment, size, expected", [(1, 5, 24), (1, 4, 10), (8, 4, 24), (16, 4, 48),
+                                                      (1, 61, -1), (1, 60, 40)])
+def test_best_fit_sees_only_the_chunks_live_over_the_ops_asked(alignment, size, expected):
+    data = random_instance_dict(3, n_ops=10, n_tensors=2, n_levels=2, addressed=True)
+    data["hardware"]["levels"][0].update(capacity=100, alignment=alignment)
+    fast = FastMemory(Instance.from_dict(data))
+    for key, (offset, nbytes, lo, hi) in enumerate([(0, 10, 0, 5), (14, 10, 0, 5), (30, 10, 0, 5),
+                                                    (50, 50, 9, 9)]):
+        fast.book(key, 0, lo, hi, nbytes, offset)
+    # gaps over ops 2..4: [10,14) (4 bytes), [24,30) (6), [40,100) (60); 10 aligned to 8 is 16
+    assert fast.best_fit(0, 2, 4, size) == expected
+
+
 def test_fast_memory_repacks_when_no_gap_fits_although_the_load_leaves_room():
     data = random_instance_dict(3, n_ops=4, n_tensors=2, n_levels=2, addressed=True)
     data["hardware"]["levels"][0].update(capacity=100, alignment=1)
@@ -97,7 +110,7 @@ def test_fast_memory_repacks_when_no_gap_fits_although_the_load_leaves_room():
     # 40 bytes over ops 0..1: the load (60) leaves room, no gap does -> repack
     assert fast.allocate("d", 0, 0, 1, 40)
     assert fast.repacks == 1
-    spans = [(fast.offset(k), fast.offset(k) + fast.sizes[k]) for k in ("x2", "x4", "d")]
+    spans = [(fast.offset(k), fast.offset(k) + fast.booked[k][3]) for k in ("x2", "x4", "d")]
     assert all(a[1] <= b[0] or b[1] <= a[0] for i, a in enumerate(spans) for b in spans[i + 1:])
     assert not fast.allocate("e", 0, 0, 1, 1)  # full at op 1
 

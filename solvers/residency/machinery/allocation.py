@@ -85,7 +85,7 @@ class _Assignment:
             h = int(self.homes[t])
             if h < slowest:
                 offset = None if self.home_offsets is None else int(self.home_offsets[t])
-                self.fast.reserve(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
+                self.fast.book(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
                                   offset)
         self.sim = Simulation(i, self.homes, [], K=checkpoint_interval(i))
         self.kept: list[_Open] = []
@@ -178,7 +178,7 @@ class _Assignment:
                        else np.full(i.n_tensors, -1, np.int64))
             for t in range(i.n_tensors):
                 key = ("home", t)
-                if key in fast.owner and fast.offset(key) is not None:
+                if key in fast.booked and fast.offset(key) is not None:
                     offsets[t] = fast.offset(key)
         windows = []
         for win in self.kept:

@@ -46,16 +46,15 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from memplace.model.core.errors import MemplaceError
 from memplace.model.instance import Instance
-from memplace.model.residency import ResidencySolution, Window, load_with_windows, simulate
+from memplace.model.residency import ResidencySolution, Window, simulate
 from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
-from memplace.solvers.residency.machinery.fast_memory import best_fit_gap
+from memplace.solvers.residency.machinery.fast_memory import FastMemory
 from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
 from memplace.solvers.residency.machinery.starts import static_homes
 
@@ -75,24 +74,6 @@ def action_of(level: int, kind: str) -> int:
 def n_actions(n_levels: int) -> int:
     """Size of the action space of an instance with `n_levels` levels."""
     return 1 + (n_levels - 1) * len(KINDS)
-
-
-@dataclass(frozen=True)
-class Block:
-    """Bytes `[offset, offset + size)` of an addressed level held over ops `begin .. end`."""
-
-    offset: int
-    size: int
-    begin: int
-    end: int
-
-
-def best_fit_offset(blocks: Sequence[Block], size: int, begin: int, end: int,
-                    alignment: int, capacity: int) -> int:
-    """The offset of the smallest free gap that holds `size` bytes over `begin .. end`
-    (aligned; lowest offset on ties), or -1 when none does."""
-    busy = [(b.offset, b.offset + b.size) for b in blocks if b.begin <= end and begin <= b.end]
-    return best_fit_gap(busy, size, alignment, capacity)
 
 
 class ResidencyGame:
@@ -126,11 +107,11 @@ class ResidencyGame:
         costs = CostAnalysis(instance, self.homes)  # seconds per op, homes alone
         self.elapsed, self.memory = costs.elapsed, costs.memory
         self.picker = IntervalPicker(self.elapsed)
-        self._base_load = load_with_windows(instance, self.homes, ())
-        self._home_blocks = {
-            l: [Block(int(self.home_offsets[t]), int(instance.size[t]), int(instance.start[t]),
-                      int(instance.end[t])) for t in np.flatnonzero(self.homes == l)]
-            for l in range(instance.n_levels) if instance.addressed[l]}
+        self._homes_booked = FastMemory(instance)  # the homes alone: where every game starts
+        for t in range(instance.n_tensors):
+            offset = None if self.home_offsets is None else int(self.home_offsets[t])
+            self._homes_booked.book(("h", t), int(self.homes[t]), int(instance.start[t]),
+                                    int(instance.end[t]), int(instance.size[t]), offset)
         self._candidates: dict[int, dict[int, Window]] = {}  # per tensor; shared by copies
         self.reset()
 
@@ -140,17 +121,20 @@ class ResidencyGame:
         self.position = 0
         self.windows: list[Window] = []
         self.moves: list[int] = []
-        self.load = self._base_load.copy()
-        self.blocks = {l: list(b) for l, b in self._home_blocks.items()}
+        self.fast = self._homes_booked.copy()
         self._legal: dict[int, Window] | None = None
 
     def copy(self) -> "ResidencyGame":
         """An independent game in the same state (for look-ahead)."""
         twin = copy.copy(self)
         twin.windows, twin.moves = list(self.windows), list(self.moves)
-        twin.load = self.load.copy()
-        twin.blocks = {l: list(b) for l, b in self.blocks.items()}
+        twin.fast = self.fast.copy()
         return twin
+
+    @property
+    def load(self) -> np.ndarray:
+        """Bytes in use per level and op: the homes and the windows chosen so far."""
+        return self.fast.load
 
     @property
     def tensor(self) -> int:
@@ -222,11 +206,10 @@ class ResidencyGame:
         out = {}
         for action, win in windows.items():
             size, l = int(i.size[win.tensor]), win.level
-            if (self.load[l, win.start:win.hold + 1] + size > i.capacity[l]).any():
+            if not self.fast.fits(l, win.start, win.hold, size):
                 continue
             if i.addressed[l]:
-                offset = best_fit_offset(self.blocks[l], size, win.start, win.hold,
-                                         int(i.alignment[l]), int(i.capacity[l]))
+                offset = self.fast.best_fit(l, win.start, win.hold, size)
                 if offset < 0:
                     continue
                 win = Window(win.tensor, l, win.start, win.first, win.last, offset)
@@ -254,11 +237,9 @@ class ResidencyGame:
                               f"; legal: {self.legal_actions()}")
         win = None if action == STAY else self.legal()[action]
         if win is not None:
+            self.fast.book(("w", len(self.windows)), win.level, win.start, win.hold,
+                           int(self.instance.size[win.tensor]), win.offset)
             self.windows.append(win)
-            self.load[win.level, win.start:win.hold + 1] += self.instance.size[win.tensor]
-            if win.offset is not None:
-                self.blocks[win.level].append(Block(win.offset, int(self.instance.size[win.tensor]),
-                                                    win.start, win.hold))
         self.moves.append(action)
         self.position += 1
         self._legal = None

@@ -3,13 +3,12 @@
 Local search over homes and windows (`sa.py`) proposes one change at a time; this class
 says whether the change keeps the solution valid (docs/spec.md section 10) and books it:
 
-- the load of every level at every op (homes over their live range plus windows over
-  their occupancy `start .. hold`), so a capacity check is a slice maximum;
-- on addressed levels, the chunk `(offset, size, first op, last op)` of every home and
-  window in that level; a new or changed one gets the *best-fit* offset (the smallest
-  free gap that holds it over its ops, the way `msa` places chunks) and a change with no
-  gap is refused (no repacking inside a move: a repack would move other windows'
-  offsets and the undo would have to restore them all);
+- which bytes are in use (`fast_memory.FastMemory`, the structure msa's allocator and
+  the mallocGame book into too): homes over their live range, keys ("h", tensor), and
+  windows over their occupancy `start .. hold`, keys ("w", slot); a new or changed one
+  gets the *best-fit* offset on an addressed level and a change with no gap is refused
+  (no repacking inside a move: a repack would move other windows' offsets and the undo
+  would have to restore them all);
 - the rules that concern one tensor alone (kinds, live range, evictions, disjoint
   occupancies, one defining window, the home valid for every access it serves and for
   every prefetch) are checked on the tensor's new window set by `tensor_ok`.
@@ -27,7 +26,7 @@ import numpy as np
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, producer_of
 from memplace.model.residency.validation import NEVER
-from memplace.solvers.residency.machinery.fast_memory import best_fit_gap
+from memplace.solvers.residency.machinery.fast_memory import FastMemory
 
 
 class Layout:
@@ -41,9 +40,7 @@ class Layout:
                         else np.array(offsets, np.int64))
         self.windows: list[Window | None] = list(windows)
         self.by_tensor: dict[int, list[int]] = {}
-        self.load = np.zeros((i.n_levels, i.n_ops), np.int64)
-        self.chunks: dict[int, dict[tuple[str, int], tuple[int, int, int, int]]] = {
-            l: {} for l in range(i.n_levels) if i.addressed[l]}
+        self.fast = FastMemory(i)
         self.producer = np.array([producer_of(i, t) for t in range(i.n_tensors)], np.int64)
         self.access_ops = [sorted({int(i.access_op[i.tensor_access[a]])
                                    for a in range(i.tensor_ptr[t], i.tensor_ptr[t + 1])})
@@ -56,34 +53,34 @@ class Layout:
                 self._book_window(s, w, +1)
 
     # ------------------------------------------------------------------ booking
+    @property
+    def load(self) -> np.ndarray:
+        """Bytes in use per level and op."""
+        return self.fast.load
+
     def _book_home(self, t: int, level: int, offset: int, sign: int) -> None:
         i = self.instance
-        lo, hi, size = int(i.start[t]), int(i.end[t]), int(i.size[t])
-        self.load[level, lo:hi + 1] += sign * size
-        if level in self.chunks:
-            if sign > 0:
-                self.chunks[level][("h", t)] = (offset, size, lo, hi)
-            else:
-                del self.chunks[level][("h", t)]
+        if sign > 0:
+            self.fast.book(("h", t), level, int(i.start[t]), int(i.end[t]), int(i.size[t]), offset)
+        else:
+            self.fast.release(("h", t))
 
     def _book_window(self, slot: int, w: Window, sign: int) -> None:
-        size = int(self.instance.size[w.tensor])
-        self.load[w.level, w.start:w.hold + 1] += sign * size
-        if w.level in self.chunks:
-            if sign > 0:
-                self.chunks[w.level][("w", slot)] = (int(w.offset), size, w.start, w.hold)
-            else:
-                del self.chunks[w.level][("w", slot)]
+        if sign > 0:
+            self.fast.book(("w", slot), w.level, w.start, w.hold, int(self.instance.size[w.tensor]),
+                           w.offset)
+        else:
+            self.fast.release(("w", slot))
 
-    def fits(self, level: int, lo: int, hi: int, size: int) -> bool:
-        """Does `level` have `size` bytes free over ops `lo .. hi` (the booked load)?"""
-        return int(self.load[level, lo:hi + 1].max()) + size <= self.instance.capacity[level]
-
-    def offset_for(self, level: int, lo: int, hi: int, size: int) -> int:
-        """Best-fit offset on an addressed level over ops `lo .. hi`; -1 if no gap holds it."""
-        busy = [(c[0], c[0] + c[1]) for c in self.chunks[level].values() if c[2] <= hi and lo <= c[3]]
-        i = self.instance
-        return best_fit_gap(busy, size, int(i.alignment[level]), int(i.capacity[level]))
+    def _place(self, level: int, lo: int, hi: int, size: int) -> int | None | bool:
+        """Where `size` bytes of `level` go over ops `lo .. hi`: the best-fit offset on an
+        addressed level, None on another, False when they do not fit."""
+        if not self.fast.fits(level, lo, hi, size):
+            return False
+        if level not in self.fast.chunks:
+            return None
+        off = self.fast.best_fit(level, lo, hi, size)
+        return False if off < 0 else off
 
     # ------------------------------------------------------------------ rules of one tensor
     def tensor_ok(self, t: int, home: int, windows: Sequence[Window]) -> bool:
@@ -136,13 +133,8 @@ class Layout:
         if old is not None:
             self._book_window(slot, old, -1)
         if new is not None:
-            size = int(self.instance.size[t])
-            off = None
-            ok = self.fits(new.level, new.start, new.hold, size)
-            if ok and new.level in self.chunks:
-                off = self.offset_for(new.level, new.start, new.hold, size)
-                ok = off >= 0
-            if not ok:
+            off = self._place(new.level, new.start, new.hold, int(self.instance.size[t]))
+            if off is False:
                 if old is not None:
                     self._book_window(slot, old, +1)
                 return False
@@ -164,15 +156,11 @@ class Layout:
             return False
         old, old_off = int(self.homes[t]), int(self.offsets[t])
         self._book_home(t, old, old_off, -1)
-        lo, hi, size = int(i.start[t]), int(i.end[t]), int(i.size[t])
-        off = -1
-        ok = self.fits(level, lo, hi, size)
-        if ok and level in self.chunks:
-            off = self.offset_for(level, lo, hi, size)
-            ok = off >= 0
-        if not ok:
+        off = self._place(level, int(i.start[t]), int(i.end[t]), int(i.size[t]))
+        if off is False:
             self._book_home(t, old, old_off, +1)
             return False
+        off = -1 if off is None else off
         self.homes[t] = level
         self.offsets[t] = off
         self._book_home(t, level, off, +1)
@@ -188,11 +176,10 @@ class Layout:
         """Everything a compound change of tensor t's home and windows may touch, to
         `restore` if it is refused (other tensors' window lists are not copied)."""
         return (t, self.homes.copy(), self.offsets.copy(), list(self.windows),
-                list(self.by_tensor.get(t, [])), self.load.copy(),
-                {l: dict(c) for l, c in self.chunks.items()})
+                list(self.by_tensor.get(t, [])), self.fast.copy())
 
     def restore(self, snap: tuple) -> None:
-        t, homes, offsets, windows, slots, load, chunks = snap
+        t, homes, offsets, windows, slots, fast = snap
         self.homes, self.offsets, self.windows = homes, offsets, windows
         self.by_tensor[t] = slots
-        self.load, self.chunks = load, chunks
+        self.fast = fast
