@@ -1,6 +1,9 @@
 """What the residency solvers are built on; no module here registers a solver.
 
-- `fast_memory.py`, `layout.py`: which bytes of a fast level are in use;
+- `fast_memory.py`: which bytes of each level are in use (msa's allocator, `layout.py`
+  and the game book into it);
+- `layout.py`: `sa`'s solution kept valid under local changes;
+- `cost_analysis.py`: XLA's cost analysis over fixed homes and msa's buffer order;
 - `interval_picker.py`, `allocation.py`: msa's allocator (XLA's prefetch interval
   picker and the window assignment over given homes);
 - `starts.py`: the starting solutions every residency search shares (msa's, the static

@@ -86,7 +86,7 @@ class _Assignment:
             if h < slowest:
                 offset = None if self.home_offsets is None else int(self.home_offsets[t])
                 self.fast.book(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
-                                  offset)
+                               offset)
         self.sim = Simulation(i, self.homes, [], K=checkpoint_interval(i))
         self.kept: list[_Open] = []
         self.stats = MsaStats()
@@ -129,18 +129,23 @@ class _Assignment:
                     continue
                 self._close(t, cur, copy_s, next_use=k)
                 cur = None
-            lo = max(self.valid, self.prev_hold + 1, live_lo)
-            for l in range(h):
-                if saving[l] <= 0:
-                    continue
-                for s in picker.iter_starts(copy_s, lo, k, max_el[l], saving[l]):
-                    if fast.allocate((t, s), l, s, k, size):
-                        cur = _Open((t, s), l, s, k, k, False)
-                        break
-                if cur is not None:
-                    break
+            cur = self._prefetch(t, k, max(self.valid, self.prev_hold + 1, live_lo), saving,
+                                 copy_s, max_el)
         if cur is not None:
             self._close(t, cur, copy_s, next_use=None)
+
+    def _prefetch(self, t: int, k: int, lo: int, saving: list[float], copy_s: float,
+                  max_el: list[float]) -> _Open | None:
+        """A prefetch of t for its use at op k starting at or after op `lo`: the fastest
+        level where the use saves time and a start the picker proposes has room."""
+        size = int(self.instance.size[t])
+        for l, saved in enumerate(saving):
+            if saved <= 0:
+                continue
+            for s in self.cur_picker.iter_starts(copy_s, lo, k, max_el[l], saved):
+                if self.fast.allocate((t, s), l, s, k, size):
+                    return _Open((t, s), l, s, k, k, False)
+        return None
 
     def _close(self, t: int, win: _Open, copy_s: float, next_use: int | None) -> None:
         """Finish a window: evict a defining one when a later access needs the home, then
