@@ -495,3 +495,31 @@ def replay_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, write):
         state.left[q] = ck.left[c0, q]
     return run_kernel(sim, enc, state, c0 * K, K, scratch, write, state.stop[1], ck, shift, latency,
                       state.no_times, state.no_times, state.no_done)
+
+
+@njit(cache=True, nogil=True, inline="always", _nrt=False)
+def accept_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, new_latency):
+    """Keep the change `try_change_kernel` tried last (from checkpoint c0, old latency
+    `latency`, its result `new_latency`): replay it writing checkpoints into `scratch`, which
+    become the run's own from c0 on; past the point where the replay met the old run, the
+    old checkpoints stay, their clocks shifted by the difference there and their heads and
+    tails by the copies each queue gained (`shift`). Returns the replayed latency, which
+    must equal `new_latency` (the caller checks: the same run twice)."""
+    again = replay_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, True)
+    stop = state.stop[0]
+    C = ck.clock.shape[0]
+    end = C if stop < 0 else stop + 1
+    if stop >= 0:
+        delta = scratch.clock[stop] - ck.clock[stop]
+        for c in range(end, C):
+            ck.clock[c] += delta
+            for q in range(shift.shape[0]):
+                ck.head[c, q] += shift[q]
+                ck.tail[c, q] += shift[q]
+    for c in range(c0, end):
+        ck.clock[c] = scratch.clock[c]
+        for q in range(shift.shape[0]):
+            ck.head[c, q] = scratch.head[c, q]
+            ck.tail[c, q] = scratch.tail[c, q]
+            ck.left[c, q] = scratch.left[c, q]
+    return again

@@ -164,21 +164,11 @@ class Simulation:
         if self._pending is None:
             return
         slot, old, new, c0, stop, lat, shift = self._pending
-        ck, sc = self.ck, self.scratch
-        # the try wrote no checkpoints (most tries are rejected): replay it, writing them
-        again = kernels.replay_kernel(self.sim, self.enc, self.state, ck, sc, self.K, c0, shift,
-                                      self.latency, True)
+        again = kernels.accept_kernel(self.sim, self.enc, self.state, self.ck, self.scratch, self.K,
+                                      c0, shift, self.latency, lat)
         if again != lat or self.state.stop[0] != stop:
             raise AssertionError(f"replaying a change gave {again!r} (stop {self.state.stop[0]}), "
                                  f"its try {lat!r} (stop {stop})")
-        end = ck.clock.shape[0] if stop < 0 else stop + 1
-        if stop >= 0:
-            delta = sc.clock[stop] - ck.clock[stop]
-            ck.clock[end:] += delta
-            ck.head[end:] += shift
-            ck.tail[end:] += shift
-        for a, b in ((ck.clock, sc.clock), (ck.head, sc.head), (ck.tail, sc.tail), (ck.left, sc.left)):
-            a[c0:end] = b[c0:end]
         self.latency = lat
         self._pending = None
 

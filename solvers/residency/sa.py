@@ -46,10 +46,12 @@ import numpy as np
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Simulation, Window, lower_bound, simulate
 from memplace.solvers import Param, ParameterError, SearchContext, register
+from memplace.solvers.residency.machinery import move_loop
 from memplace.solvers.residency.machinery.layout import Layout
 from memplace.solvers.residency.machinery.starts import finish_seconds, msa_start, static_start
 
 HOMES = ("slowest", "compiler", "best")
+ENGINES = ("compiled", "python")
 START_SHARE = 0.3  # of the time left, at most, for each start (msa's, the static one)
 PARAMS = {
     "iterations": Param(0, int, 0, doc="moves tried over all anneals (0: cool over the time "
@@ -64,6 +66,9 @@ PARAMS = {
     "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is the "
                                                "other start (0: start from msa alone)"),
     "offer_every": Param(1.0, float, 0.0, doc="seconds between offers of the best solution"),
+    "engine": Param("compiled", str, choices=ENGINES,
+                    doc="the move loop: compiled (move_loop.py, Numba end to end) or python (the "
+                        "reference Annealer below, one Python call per move)"),
 }
 
 
@@ -309,7 +314,7 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
           "simulator, from msa's solution", params=PARAMS, problem="residency")
 def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float, t_end: float,
              home_rate: float, lead: float, seed_homes: str, static_moves: int,
-             offer_every: float) -> None:
+             offer_every: float, engine: str) -> None:
     inst = ctx.instance
     if iterations == 0 and ctx.time_limit is None:
         raise ParameterError("solver 'sa' (residency): parameter 'iterations' is needed without "
@@ -343,8 +348,13 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
         if share is not None and share <= 0:
             break
         began = time.perf_counter()
-        found, tried = anneal(inst, origin, ctx.rng, max(1, iterations // restarts) if iterations else 0,
-                              t_start, t_end, home_rate, lead, ctx.should_stop, on_best, seconds=share)
+        budget = max(1, iterations // restarts) if iterations else 0
+        if engine == "compiled":
+            found, tried = move_loop.anneal(inst, origin, ctx.rng, budget, t_start, t_end, home_rate,
+                                            lead, ctx.should_stop, on_best, share, offer_every)
+        else:
+            found, tried = anneal(inst, origin, ctx.rng, budget, t_start, t_end, home_rate, lead,
+                                  ctx.should_stop, on_best, seconds=share)
         annealing += time.perf_counter() - began
         moves += tried
         ctx.notes.update(anneal_s=round(annealing, 3), moves=moves,

@@ -8,6 +8,7 @@
   picker and the window assignment over given homes);
 - `starts.py`: the starting solutions every residency search shares (msa's, the static
   optimum with windows);
+- `move_loop.py`: `sa`'s move loop compiled (Numba, no Python per move);
 - `evolution.py`: the GA's chromosome, decoder and operators (`ga`, `hybrid`);
 - `game.py`, `planner.py`: the mallocGame and what the planners (`beam`, `mcts`) share;
 - `relaxation.py`: the MILP relaxation of the simulator (`bound`, the certificates);
