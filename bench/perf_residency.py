@@ -313,3 +313,33 @@ def measure(inst: Instance, changes: int = 2000, K: int = 2, seed: int = 0,
     return ResidencyPerf(len(windows), int(enc.q_len.sum()), kernel * 1e9, c_ns, python_ref * 1e9,
                          encode_s * 1e9, batch * 1e9, full * 1e9, incremental * 1e9, api * 1e9,
                          stops / changes)
+
+
+@dataclass
+class SaSpeed:
+    engine: str
+    moves: int  # evaluations: moves tried (a refused move counts, as in the search's own count)
+    anneal_s: float  # seconds inside the anneals (msa's start left out)
+    latency: float
+    msa_latency: float
+
+    @property
+    def per_s(self) -> float:
+        return self.moves / self.anneal_s if self.anneal_s > 0 else 0.0
+
+
+def sa_speed(inst: Instance, seconds: float, engines=("python", "compiled"), seed: int = 0) -> list[SaSpeed]:
+    """`sa` run through solve() for `seconds` with each move loop (one anneal from msa's
+    solution, no static start, so that the seconds go to moves), after a short warm run
+    that loads its kernels: moves tried per second of annealing, and the latency reached."""
+    from memplace.solvers import solve
+    msa = solve(inst, "msa", time_limit=None, problem="residency", homes="best").latency
+    out = []
+    for engine in engines:
+        solve(inst, "sa", time_limit=None, problem="residency", engine=engine, iterations=200,
+              restarts=1, static_moves=0)
+        res = solve(inst, "sa", time_limit=seconds, problem="residency", seed=seed, engine=engine,
+                    restarts=1, static_moves=0)
+        out.append(SaSpeed(engine, int(res.notes.get("moves", 0)), float(res.notes.get("anneal_s", 0.0)),
+                           res.latency, msa))
+    return out

@@ -56,7 +56,8 @@ def validate_command(instance: str, solution: str) -> None:
 @click.option("--changes", type=count(10**7), default=2000, show_default=True,
               help="residency: random one-window changes timed (incremental vs full)")
 @click.option("--sa-seconds", type=click.FloatRange(0, Seconds.MAX), default=0.0, show_default=True,
-              help="also run `sa` this long and print its moves per second (0: no)")
+              help="also run `sa` this long and print its moves per second (0: no); with "
+                   "--problem residency, once with each move loop (python, compiled)")
 @click.option("--seconds", type=click.FloatRange(0.1, Seconds.MAX), default=30.0, show_default=True,
               help="with --scaling --problem residency: seconds of sa and of the bound per size")
 @click.option("--out", type=click.Path(file_okay=False), default="results/residency-scale",
@@ -77,7 +78,7 @@ def perf_command(instance: str | None, population: int, moves: int, scaling: boo
     if instance is None:
         raise click.UsageError("give an INSTANCE, or --scaling")
     if problem_name == "residency":
-        _perf_residency(instance, changes)
+        _perf_residency(instance, changes, sa_seconds)
         return
     inst = load_instance(instance)
     figures = measure(inst, population=population, moves=moves)
@@ -152,7 +153,7 @@ def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
                f"formulate + HiGHS model, no solve.")
 
 
-def _perf_residency(instance: str, changes: int) -> None:
+def _perf_residency(instance: str, changes: int, sa_seconds: float) -> None:
     from memplace.bench.perf_residency import measure
     inst = load_instance(instance)
     f = measure(inst, changes=changes)
@@ -170,6 +171,14 @@ def _perf_residency(instance: str, changes: int) -> None:
                f"{f.incremental_ns / 1e3:.2f} us incremental ({f.full_ns / f.incremental_ns:.1f}x; "
                f"{f.early_stops:.0%} met the old run early), mean of {changes} random changes")
     click.echo(f"Simulation.try_change {f.api_ns / 1e3:10.2f} us per call from Python (reject included)")
+    if sa_seconds > 0:
+        from memplace.bench.perf_residency import sa_speed
+        runs = sa_speed(inst, sa_seconds)
+        for r in runs:
+            click.echo(f"sa, {r.engine:<8} {sa_seconds:g} s {r.per_s:12,.0f} evaluations/s ({r.moves} moves in "
+                       f"{r.anneal_s:.2f} s of annealing), latency {r.latency / r.msa_latency:.4f}x msa's")
+        if len(runs) == 2 and runs[0].per_s > 0:
+            click.echo(f"sa, compiled/python  {runs[1].per_s / runs[0].per_s:10.1f}x the evaluations per second")
     click.echo(f.line())
 
 

@@ -484,7 +484,8 @@ def try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor
     return replay_kernel(sim, enc, state, ck, scratch, K, s // K, shift, latency, False)
 
 
-@njit(cache=True, nogil=True, inline="always", _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)  # not inlined: one compiled copy of the simulation
+# loop serves every caller (inlining it into each multiplies the compile time)
 def replay_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, write):
     """Re-simulate the change `try_change_kernel` made from checkpoint c0, with its stop rule
     (`state.stop[1]`, `state.guard`, `shift`); with `write`, checkpoints go into `scratch`."""
@@ -498,15 +499,11 @@ def replay_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, write):
 
 
 @njit(cache=True, nogil=True, inline="always", _nrt=False)
-def accept_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, new_latency):
-    """Keep the change `try_change_kernel` tried last (from checkpoint c0, old latency
-    `latency`, its result `new_latency`): replay it writing checkpoints into `scratch`, which
-    become the run's own from c0 on; past the point where the replay met the old run, the
-    old checkpoints stay, their clocks shifted by the difference there and their heads and
-    tails by the copies each queue gained (`shift`). Returns the replayed latency, which
-    must equal `new_latency` (the caller checks: the same run twice)."""
-    again = replay_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, True)
-    stop = state.stop[0]
+def keep_kernel(ck, scratch, c0, stop, shift):
+    """A re-simulation from checkpoint c0 that wrote its checkpoints into `scratch` and met
+    the old run at checkpoint `stop` (-1: it ran to the end) is kept: its checkpoints become
+    the run's own from c0 on; past `stop` the old checkpoints stay, their clocks shifted by
+    the difference there and their heads and tails by the copies each queue gained (`shift`)."""
     C = ck.clock.shape[0]
     end = C if stop < 0 else stop + 1
     if stop >= 0:
@@ -522,4 +519,14 @@ def accept_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, new_laten
             ck.head[c, q] = scratch.head[c, q]
             ck.tail[c, q] = scratch.tail[c, q]
             ck.left[c, q] = scratch.left[c, q]
+
+
+@njit(cache=True, nogil=True, inline="always", _nrt=False)
+def accept_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, new_latency):
+    """Keep the change `try_change_kernel` tried last (from checkpoint c0, old latency
+    `latency`, its result `new_latency`): replay it writing checkpoints into `scratch`, then
+    `keep_kernel`. Returns the replayed latency, which must equal `new_latency` (the caller
+    checks: the same run twice)."""
+    again = replay_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, True)
+    keep_kernel(ck, scratch, c0, state.stop[0], shift)
     return again

@@ -80,6 +80,7 @@ class Board(NamedTuple):
     row_old: np.ndarray  # int64[7] rows as the simulator reads them
     row_new: np.ndarray
     rows: np.ndarray  # int64[3, ROW] scratch: a proposed window, the one it replaces, a home move's
+    shift: np.ndarray  # int64[2L] scratch: the copies each queue gains by a change
     best_homes: np.ndarray
     best_offsets: np.ndarray
     best_win: np.ndarray  # int64[S, ROW]
@@ -138,7 +139,7 @@ def new_board(instance: Instance, rules: Rules, solution: ResidencySolution, slo
                   np.array([W, W, W, 0], np.int64), np.zeros((widest, ROW), np.int64),
                   np.zeros(widest, np.int64), np.zeros((widest, ROW + 1), np.int64),
                   np.zeros((T + slots, 2), np.int64), np.zeros(7, np.int64), np.zeros(7, np.int64),
-                  np.zeros((3, ROW), np.int64), homes.copy(), offsets.copy(), win.copy(), np.zeros((2, JOURNAL + 1), np.int64),
+                  np.zeros((3, ROW), np.int64), np.zeros(2 * L, np.int64), homes.copy(), offsets.copy(), win.copy(), np.zeros((2, JOURNAL + 1), np.int64),
                   np.zeros(4))
     _book_all(rules, board)
     return board
@@ -195,6 +196,7 @@ class Search(NamedTuple):
     ck: tuple
     scratch: tuple
     K: int
+    hstate: tuple  # the simulator's state for home moves (room to guard every copy of a tensor)
 
 
 def new_search(instance: Instance, start: ResidencySolution, K: int = 2, spare: int = 256) -> Search:
@@ -210,7 +212,8 @@ def new_search(instance: Instance, start: ResidencySolution, K: int = 2, spare: 
     lat = kernels.run_kernel(sim_of(i), enc, state, 0, K, ck, True, -1, ck, shift, 0.0,
                              state.no_times, state.no_times, state.no_done)
     board.stats[0] = board.stats[1] = lat
-    return Search(rules, board, sim_of(i), enc, state, ck, scratch, K)
+    hstate = initial_state(i)._replace(guard=np.full((4 * board.cand.shape[0], 3), -1, np.int64))
+    return Search(rules, board, sim_of(i), enc, state, ck, scratch, K, hstate)
 
 
 def grow(instance: Instance, search: Search) -> Search:
@@ -223,23 +226,34 @@ def grow(instance: Instance, search: Search) -> Search:
 
 
 # ---------------------------------------------------------------------- booking
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
+def _copy(dst, src):
+    """dst[:] = src element by element (a slice assignment may allocate a temporary)."""
+    for j in range(dst.shape[0]):
+        dst[j] = src[j]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _hold(r):
     """Last op window row r occupies."""
     return r[4] if r[5] < 0 else max(r[4], r[6] - 1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _book_home(rules, b, t, level, sign):
-    b.load[level, rules.start[t]:rules.end[t] + 1] += sign * rules.size[t]
+    x = sign * rules.size[t]
+    for k in range(rules.start[t], rules.end[t] + 1):
+        b.load[level, k] += x
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _book_window(rules, b, r, sign):
-    b.load[r[1], r[2]:_hold(r) + 1] += sign * rules.size[r[0]]
+    x = sign * rules.size[r[0]]
+    for k in range(r[2], _hold(r) + 1):
+        b.load[r[1], k] += x
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _book_all(rules, b):
     b.load[:, :] = 0
     for t in range(b.homes.shape[0]):
@@ -250,7 +264,7 @@ def _book_all(rules, b):
             _book_window(rules, b, b.win[s], 1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _link(b, s, t):
     b.nxt[s] = b.head[t]
     b.prv[s] = -1
@@ -259,7 +273,7 @@ def _link(b, s, t):
     b.head[t] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _unlink(b, s, t):
     if b.prv[s] >= 0:
         b.nxt[b.prv[s]] = b.nxt[s]
@@ -270,7 +284,7 @@ def _unlink(b, s, t):
     b.nxt[s] = b.prv[s] = -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _fits(rules, b, level, lo, hi, size):
     top = 0
     for k in range(lo, hi + 1):
@@ -279,7 +293,34 @@ def _fits(rules, b, level, lo, hi, size):
     return top + size <= rules.capacity[level]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
+def _sift(a, lo, m):
+    """Heap sort's sift-down of row lo among rows 0 .. m-1 of a (by column 0)."""
+    while True:
+        c = 2 * lo + 1
+        if c >= m:
+            return
+        if c + 1 < m and a[c + 1, 0] > a[c, 0]:
+            c += 1
+        if a[lo, 0] >= a[c, 0]:
+            return
+        for x in range(a.shape[1]):
+            a[lo, x], a[c, x] = a[c, x], a[lo, x]
+        lo = c
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _sort_rows(a, m):
+    """Rows 0 .. m-1 of a sorted by column 0, in place, allocating nothing (heap sort)."""
+    for lo in range(m // 2 - 1, -1, -1):
+        _sift(a, lo, m)
+    for end in range(m - 1, 0, -1):
+        for x in range(a.shape[1]):
+            a[0, x], a[end, x] = a[end, x], a[0, x]
+        _sift(a, 0, end)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _offset_for(rules, b, level, lo, hi, size, skip_tensor, skip_slot):
     """Best-fit offset of `level` over ops lo .. hi (`fast_memory.best_fit_gap` over the homes
     and windows booked there, the tensor's home / the slot being changed left out); -1 if none."""
@@ -294,11 +335,11 @@ def _offset_for(rules, b, level, lo, hi, size, skip_tensor, skip_slot):
         if s != skip_slot and r[0] >= 0 and r[1] == level and r[2] <= hi and lo <= _hold(r):
             busy[m, 0], busy[m, 1] = r[7], r[7] + rules.size[r[0]]
             m += 1
-    order = np.argsort(busy[:m, 0])
+    _sort_rows(busy, m)
     align, cap = rules.alignment[level], rules.capacity[level]
     best, best_gap, cursor = -1, -1, 0
     for j in range(m + 1):
-        lo_j, hi_j = (busy[order[j], 0], busy[order[j], 1]) if j < m else (cap, cap)
+        lo_j, hi_j = (busy[j, 0], busy[j, 1]) if j < m else (cap, cap)
         start = -(-cursor // align) * align
         if start + size <= lo_j:
             gap = lo_j - cursor
@@ -309,23 +350,23 @@ def _offset_for(rules, b, level, lo, hi, size, skip_tensor, skip_slot):
 
 
 # ---------------------------------------------------------------------- the rules of one tensor
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _gather(b, t, skip, new, has_new):
     """Tensor t's windows into b.cand: its slots but `skip`, plus `new`; returns how many."""
     m = 0
     s = b.head[t]
     while s >= 0:
         if s != skip:
-            b.cand[m, :] = b.win[s]
+            _copy(b.cand[m], b.win[s])
             m += 1
         s = b.nxt[s]
     if has_new:
-        b.cand[m, :] = new
+        _copy(b.cand[m], new)
         m += 1
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _tensor_ok(rules, b, t, home, m):
     """Section 10's rules of tensor t with this home and the m windows in b.cand (space aside):
     `Layout.tensor_ok`."""
@@ -368,7 +409,7 @@ def _tensor_ok(rules, b, t, home, m):
 
 
 # ---------------------------------------------------------------------- changes (Layout's)
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _free_slot(b):
     s = b.meta[0]
     while s < b.meta[1] and b.win[s, 0] >= 0:
@@ -377,16 +418,16 @@ def _free_slot(b):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _put(b, s, r, t):
     """Slot s holds row r (tensor t's), linked; its old content must be unlinked."""
-    b.win[s, :] = r
+    _copy(b.win[s], r)
     _link(b, s, t)
     if s >= b.meta[1]:
         b.meta[1] = s + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _clear(b, s):
     _unlink(b, s, b.win[s, 0])
     b.win[s, :] = -1
@@ -394,7 +435,7 @@ def _clear(b, s):
         b.meta[0] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _set_window(rules, b, s, t, new, has_new):
     """Replace slot s (tensor t's window or empty) by `new` (a row; none without `has_new`):
     `Layout.set_window`. False (nothing changed) when a rule breaks or it does not fit;
@@ -426,7 +467,7 @@ def _set_window(rules, b, s, t, new, has_new):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _set_home(rules, b, t, level):
     """`Layout.set_home`: False (unchanged) when a rule breaks or the level lacks room."""
     m = _gather(b, t, -1, b.cand[0], False)
@@ -450,12 +491,12 @@ def _set_home(rules, b, t, level):
 
 
 # ---------------------------------------------------------------------- proposals (the reference's moves)
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _lead(lead):
     return 1 + int(np.random.exponential(lead)) if lead > 0 else 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _covered(b, t, k):
     s = b.head[t]
     while s >= 0:
@@ -465,7 +506,7 @@ def _covered(b, t, k):
     return False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _served_by_home(rules, b, t):
     """Tensor t's access ops no window serves, into b.served (sorted); returns how many."""
     m = 0
@@ -477,7 +518,7 @@ def _served_by_home(rules, b, t):
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _new_window(rules, b, t, lead, out):
     """`Annealer._new_window`: a window for a random access of t its home serves."""
     home = b.homes[t]
@@ -516,12 +557,12 @@ def _new_window(rules, b, t, lead, out):
     return start < k
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _changed_window(rules, b, s, lead, out):
     """`Annealer._changed_window`: one random edit of slot s's window."""
     w = b.win[s]
     t, home = w[0], b.homes[w[0]]
-    out[:] = w
+    _copy(out, w)
     out[7] = -1
     kind = np.random.randint(0, 4)
     if kind == 0 and w[2] < w[3]:  # shift the start
@@ -584,7 +625,7 @@ def _changed_window(rules, b, s, lead, out):
 
 
 # ---------------------------------------------------------------------- the best and its journal
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _note(b, kind, x):
     """Slot (kind 0) or tensor (kind 1) x changed since the best was copied."""
     n = b.journal[kind, JOURNAL]
@@ -595,17 +636,19 @@ def _note(b, kind, x):
     b.journal[kind, JOURNAL] = n + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _keep_best(b):
     """The current solution becomes the best: replay the journal (or copy everything)."""
     if b.meta[3]:
-        b.best_homes[:] = b.homes
-        b.best_offsets[:] = b.offsets
-        b.best_win[:, :] = b.win
+        for t in range(b.homes.shape[0]):
+            b.best_homes[t] = b.homes[t]
+            b.best_offsets[t] = b.offsets[t]
+        for s in range(b.win.shape[0]):
+            _copy(b.best_win[s], b.win[s])
     else:
         for j in range(b.journal[0, JOURNAL]):
             s = b.journal[0, j]
-            b.best_win[s, :] = b.win[s]
+            _copy(b.best_win[s], b.win[s])
         for j in range(b.journal[1, JOURNAL]):
             t = b.journal[1, j]
             b.best_homes[t] = b.homes[t]
@@ -616,13 +659,13 @@ def _keep_best(b):
 
 
 # ---------------------------------------------------------------------- moves, simulated
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _row7(r, out):
     for j in range(7):
         out[j] = r[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _accept(new, cur, temperature):
     if new <= cur:
         return True
@@ -631,7 +674,7 @@ def _accept(new, cur, temperature):
     return np.random.random() < np.exp(-(new - cur) / (temperature * cur))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _window_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temperature):
     """`Annealer._window_move` tried: 1 kept, 0 not."""
     r = np.random.random()
@@ -654,7 +697,7 @@ def _window_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temp
         if has_new and not _changed_window(rules, b, slot, lead, new):
             return 0
     if slot < b.meta[1]:
-        old[:] = b.win[slot]
+        _copy(old, b.win[slot])
     else:
         old[:] = -1
     if not _set_window(rules, b, slot, t, new, has_new):
@@ -691,7 +734,7 @@ def _window_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temp
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _home_change(rules, b, t, lead):
     """`Annealer._home_move` on the board (the undo log holds what it started from); True
     when the result is valid."""
@@ -729,7 +772,7 @@ def _home_change(rules, b, t, lead):
     return _set_home(rules, b, t, new_home)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _encode_tensor(rules, b, enc, t, home, add, logged):
     """Take tensor t's copies out of the encoding (`add` False) or put them in (True): its
     logged old windows (`logged` > 0: that many undo rows) or its current ones, with home
@@ -762,8 +805,57 @@ def _encode_tensor(rules, b, enc, t, home, add, logged):
                                   rules.access_op, rules.size, slot, b.row_new, b.row_old)
 
 
-@njit(cache=True, nogil=True)
-def _home_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temperature):
+@njit(cache=True, nogil=True, _nrt=False)
+def _position(enc, q, issue, due, t):
+    """Position of the copy keyed (issue, due, tensor) in queue q (binary search)."""
+    lo, hi = 0, enc.q_len[q]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if kernels._before(enc.q_copy, enc.c_issue, enc.c_due, enc.c_tensor, q, mid, issue, due, t):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _guard_copies(b, enc, guard, g, t, run, home, logged, shift):
+    """Rows (run, queue, position) of tensor t's copies in `enc` (its `logged` undo rows, or
+    with logged < 0 its current windows) appended to `guard` from row g, and the copies
+    counted into shift (+1 for the new run 0, -1 for the old run 1). Returns the rows used,
+    -1 when the guard has no room (then no early stop)."""
+    j = 0
+    s = b.head[t] if logged < 0 else -1
+    while g >= 0:
+        if logged >= 0:
+            if j >= logged:
+                break
+            r = b.undo[j, 1:]
+            j += 1
+        else:
+            if s < 0:
+                break
+            r = b.win[s]
+            s = b.nxt[s]
+        for kind in range(2):
+            if kind == 0 and r[2] < r[3]:
+                issue, due = r[2], r[3]
+            elif kind == 1 and r[5] >= 0:
+                issue, due = r[5], r[6]
+            else:
+                continue
+            q = 2 * home + kind
+            shift[q] += 1 if run == 0 else -1
+            if g >= guard.shape[0]:
+                g = -1
+                break
+            guard[g, 0], guard[g, 1], guard[g, 2] = run, q, _position(enc, q, issue, due, t)
+            g += 1
+    return g
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _home_step(rules, b, sim, enc, hstate, ck, scratch, K, shift, t, lead, temperature):
     """A home move tried: 1 kept, 0 not."""
     # the undo log: home, offset and windows of t
     old_home, old_off = b.homes[t], b.offsets[t]
@@ -771,28 +863,28 @@ def _home_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temper
     s = b.head[t]
     while s >= 0:
         b.undo[m, 0] = s
-        b.undo[m, 1:] = b.win[s]
+        _copy(b.undo[m, 1:], b.win[s])
         m += 1
         s = b.nxt[s]
     if _home_change(rules, b, t, lead):
         new_home = b.homes[t]
+        # where the new run may meet the old one: past the tensor's last op, once every copy
+        # of it is done in both runs (see kernels._stop_rules; the argument holds for any
+        # number of changed copies), queues shifted by the copies they gained
+        guard = hstate.guard
+        guard[:, :] = -1
+        shift[:] = 0
+        g = _guard_copies(b, enc, guard, 0, t, 1, old_home, m, shift)
         _encode_tensor(rules, b, enc, t, old_home, False, m)
         _encode_tensor(rules, b, enc, t, new_home, True, -1)
+        g = _guard_copies(b, enc, guard, g, t, 0, new_home, -1, shift)
+        stop_from = rules.end[t] + 1 if g >= 0 else -1
         c0 = rules.start[t] // K
-        state.clock[0] = ck.clock[c0]
-        for q in range(state.head.shape[0]):
-            state.head[q] = ck.head[c0, q]
-            state.tail[q] = ck.tail[c0, q]
-            state.left[q] = ck.left[c0, q]
         cur = b.stats[0]
-        lat = kernels.run_kernel(sim, enc, state, c0 * K, K, scratch, True, -1, ck, shift, 0.0,
-                                 state.no_times, state.no_times, state.no_done)
+        hstate.stop[1] = stop_from
+        lat = kernels.replay_kernel(sim, enc, hstate, ck, scratch, K, c0, shift, cur, True)
         if _accept(lat, cur, temperature):
-            C = ck.clock.shape[0]
-            ck.clock[c0:C] = scratch.clock[c0:C]
-            ck.head[c0:C] = scratch.head[c0:C]
-            ck.tail[c0:C] = scratch.tail[c0:C]
-            ck.left[c0:C] = scratch.left[c0:C]
+            kernels.keep_kernel(ck, scratch, c0, hstate.stop[0], shift)
             b.stats[0] = lat
             _note(b, 1, t)
             for j in range(m):
@@ -821,14 +913,15 @@ def _home_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temper
     return 0
 
 
-@njit(cache=True, nogil=True)
-def run_moves(rules, b, sim, enc, state, ck, scratch, K, moves, temperature, home_rate, lead, seed):
-    """Try `moves` moves at `temperature` (relative to the latency), keeping each by the
-    Metropolis rule; b.stats holds the latency, the best latency, the moves tried and kept.
+@njit(cache=True, nogil=True, _nrt=False)
+def run_moves(rules, b, sim, enc, state, ck, scratch, K, hstate, moves, temperature, cooling,
+              home_rate, lead, seed):
+    """Try `moves` moves from `temperature` (relative to the latency; multiplied by `cooling`
+    after each move), keeping each by the Metropolis rule; b.stats holds the latency, the best latency, the moves tried and kept.
     Returns GROW (the moves stop early) when a move might need more slots than the board
     has, else DONE."""
     np.random.seed(seed)
-    shift = np.zeros(2 * rules.capacity.shape[0], np.int64)
+    shift = b.shift
     M = rules.tensors.shape[0]
     if M == 0:
         b.stats[2] += moves
@@ -844,9 +937,10 @@ def run_moves(rules, b, sim, enc, state, ck, scratch, K, moves, temperature, hom
         t = rules.tensors[j]
         b.stats[2] += 1
         if np.random.random() < home_rate:
-            kept = _home_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temperature)
+            kept = _home_step(rules, b, sim, enc, hstate, ck, scratch, K, shift, t, lead, temperature)
         else:
             kept = _window_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temperature)
+        temperature *= cooling
         if kept:
             b.stats[3] += 1
             if b.stats[0] < b.stats[1] * (1 - 1e-12):
@@ -874,7 +968,7 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
     ratio = (t_end / t_start) if t_start > 0 and t_end > 0 else 0.0
     began = time.perf_counter()
     heard, told = float(search.board.stats[1]), began
-    chunk = 64
+    chunk, per_move = 64, 0.0
     while True:
         b = search.board
         tried = int(b.stats[2])
@@ -882,18 +976,22 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
             if tried >= iterations or should_stop():
                 break
             frac, n = tried / iterations, min(FIXED_CHUNK, iterations - tried)
+            step = 1.0 / iterations  # of frac, per move: the reference's schedule exactly
         else:
             now = time.perf_counter()
             frac = (now - began) / seconds
             if frac >= 1.0 or should_stop():
                 break
             n = chunk
+            step = per_move / seconds  # the last call's seconds per move
         temp = t_start * ratio ** frac if ratio > 0 else 0.0
+        cooling = ratio ** step if ratio > 0 else 1.0
         t0 = time.perf_counter()
         status = run_moves(search.rules, b, search.sim, search.enc, search.state, search.ck,
-                           search.scratch, search.K, n, temp, home_rate, lead,
+                           search.scratch, search.K, search.hstate, n, temp, cooling, home_rate, lead,
                            int(rng.integers(2**31)))
         dt = time.perf_counter() - t0
+        per_move = dt / max(1, int(search.board.stats[2]) - tried)
         if status == GROW:
             search = grow(instance, search)
         elif iterations <= 0:  # the next call about CHUNK_SECONDS long
