@@ -492,12 +492,13 @@ typedef struct {
     const i64 *sizes, *alignments, *sec_lo, *sec_hi, *adj_ptr, *adj, *sec_ptr, *sec_members,
         *twin_prev;
     i64 capacity;
+    i64 *rank; /* tie-break rank of each buffer, 1..n (0 reserved: a fresh group's threshold) */
 } Problem;
 
 static int dead(const Problem *P, i64 slo, i64 shi, const char *placed, const i64 *maxfloor,
                 const i64 *floor_, const i64 *remaining, i64 threshold, i64 *lift, i64 *stamp,
                 i64 node) {
-    i64 n = P->n, capacity = P->capacity;
+    i64 n = P->n + 1, capacity = P->capacity;
     i64 watermark = threshold / n;
     for (i64 s = slo; s < shi; s++) {
         i64 rem = remaining[s];
@@ -512,7 +513,7 @@ static int dead(const Problem *P, i64 slo, i64 shi, const char *placed, const i6
             i64 c = P->sec_members[k];
             if (placed[c]) continue;
             i64 v = round_up(maxfloor[c], P->alignments[c]);
-            if (v * n + c > threshold && v < lowest) {
+            if (v * n + P->rank[c] > threshold && v < lowest) {
                 lowest = v;
                 if (v <= base) break;
             }
@@ -522,7 +523,7 @@ static int dead(const Problem *P, i64 slo, i64 shi, const char *placed, const i6
             i64 c = P->sec_members[k];
             if (placed[c]) continue;
             i64 v = round_up(maxfloor[c], P->alignments[c]);
-            if (v * n + c > threshold) continue;
+            if (v * n + P->rank[c] > threshold) continue;
             if (stamp[c] != node) {
                 stamp[c] = node;
                 i64 best = capacity + 1;
@@ -552,7 +553,7 @@ static int dead(const Problem *P, i64 slo, i64 shi, const char *placed, const i6
 static int untileable(const Problem *P, i64 slo, i64 shi, const char *placed,
                       const i64 *maxfloor, const i64 *floor_, const i64 *remaining,
                       i64 threshold, i64 *reach) {
-    i64 n = P->n, capacity = P->capacity;
+    i64 n = P->n + 1, capacity = P->capacity;
     i64 s = slo;
     while (s < shi) {
         if (remaining[s] == 0 || floor_[s] + remaining[s] != capacity) { s++; continue; }
@@ -568,7 +569,7 @@ static int untileable(const Problem *P, i64 slo, i64 shi, const char *placed,
                 i64 c = P->sec_members[k];
                 if (placed[c] || (P->sec_lo[c] != t && t != a)) continue;
                 if (f % P->alignments[c] != 0 || maxfloor[c] > f || f + P->sizes[c] > capacity ||
-                    f * n + c <= threshold)
+                    f * n + P->rank[c] <= threshold)
                     continue;
                 reach[imin(P->sec_hi[c], b)] = 1;
             }
@@ -614,7 +615,8 @@ static i64 candidates(const Problem *P, const char *placed, const i64 *maxfloor,
         i64 tp = P->twin_prev[c];
         if (tp >= 0 && !placed[tp]) continue;
         i64 o = round_up(maxfloor[c], P->alignments[c]);
-        if (o + P->sizes[c] > capacity || o * n + c <= threshold || o >= gap_top) continue;
+        if (o + P->sizes[c] > capacity || o * (n + 1) + P->rank[c] <= threshold || o >= gap_top)
+            continue;
         if (o > high) {
             if (!(P->sec_lo[c] <= tight && tight < P->sec_hi[c] && remaining[tight] == P->sizes[c]))
                 continue;
@@ -635,7 +637,7 @@ static i64 candidates(const Problem *P, const char *placed, const i64 *maxfloor,
                 (hi == shi || floor_[hi] > o || remaining[hi] == 0))
                 fit = 0;
         }
-        prio[j] = (o * 2 + (fit ? 1 : 0)) * n + c;
+        prio[j] = (o * 2 + (fit ? 1 : 0)) * (n + 1) + P->rank[c];
     }
     for (i64 j = 1; j < k; j++) {
         i64 v = prio[j], c = out[j], i = j;
@@ -696,7 +698,13 @@ static int search_c(const Problem *P, i64 nsec, int valley_first, i64 node_limit
     i64 *memo_thr = zalloc(&A, memo_size, W);
     i64 pool_size = 4 * n > 1024 ? 4 * n : 1024;
     i64 *pool = malloc(W * (size_t)pool_size);
-    if (A.failed || !pool) goto done;
+    i64 *rank_top = zalloc(&A, n + 1, W);
+    i64 *grp = zalloc(&A, n, W), *gkey = zalloc(&A, n, W), *gval = zalloc(&A, n, W);
+    i64 rt_size = n + 16, rtop = 0;
+    i64 *rt_idx = malloc(W * (size_t)rt_size), *rt_val = malloc(W * (size_t)rt_size);
+    u64 ph = 0;
+    if (A.failed || !pool || !rt_idx || !rt_val) goto done;
+    for (i64 i = 0; i < n; i++) P->rank[i] = i + 1;
     u64 memo_mask = (u64)(memo_size - 1);
     for (i64 i = 0; i < n; i++) stamp[i] = -1;
     for (i64 i = 0; i < n; i++) {
@@ -710,7 +718,7 @@ static int search_c(const Problem *P, i64 nsec, int valley_first, i64 node_limit
         zkey2[i] = mix((u64)(2 * i + 2) * 0x9E3779B97F4A7C15ULL);
     }
     u64 zob1 = 0, zob2 = 0;
-    i64 key_base = n;
+    i64 key_base = n + 1;
     i64 clock_mask = n <= 256 ? 1023 : n <= 1024 ? 63 : 15;
     i64 depth = 0;
     scope_lo[0] = 0; scope_hi[0] = nsec; fail_to[0] = -1; head[0] = -1; pool_top[0] = 0;
@@ -719,6 +727,8 @@ static int search_c(const Problem *P, i64 nsec, int valley_first, i64 node_limit
     for (;;) {
         if (entering) {
             entering = 0;
+            i64 old_lo = scope_lo[depth], old_hi = scope_hi[depth];
+            rank_top[depth] = rtop;
             i64 watermark = tried[depth] >= 0 ? tried[depth] / key_base : 0;
             i64 ncomp = 0, s = scope_lo[depth], shi = scope_hi[depth];
             while (s < shi) {
@@ -761,8 +771,52 @@ static int search_c(const Problem *P, i64 nsec, int valley_first, i64 node_limit
                 pool_size = grown_size;
             }
             cand_start[depth] = start;
-            u64 h1 = state_hash(zob1, 0x9E3779B97F4A7C15ULL, floor_, scope_lo[depth], scope_hi[depth]);
-            u64 h2 = state_hash(zob2, 0xD1B54A32D192ED03ULL, floor_, scope_lo[depth], scope_hi[depth]);
+            if (scope_lo[depth] != old_lo || scope_hi[depth] != old_hi) {
+                /* a new group: rank its buffers afresh by the loads left to place (the
+                   largest unplaced total over their sections first), ties by the old rank;
+                   at the watermark any of them may go next */
+                i64 glo = scope_lo[depth], ghi = scope_hi[depth], g = 0;
+                for (i64 c = 0; c < n; c++) {
+                    if (placed[c] || P->sec_lo[c] < glo || P->sec_hi[c] > ghi) continue;
+                    i64 t = 0;
+                    for (i64 q = P->sec_lo[c]; q < P->sec_hi[c]; q++)
+                        if (remaining[q] > t) t = remaining[q];
+                    grp[g] = c; gkey[g] = t; gval[g] = P->rank[c]; g++;
+                }
+                /* insertion sort of grp by (total desc, rank asc); gval sorted asc */
+                for (i64 j = 1; j < g; j++) {
+                    i64 c = grp[j], t = gkey[j], i = j;
+                    while (i > 0 && (gkey[i - 1] < t ||
+                                     (gkey[i - 1] == t && P->rank[grp[i - 1]] > P->rank[c]))) {
+                        grp[i] = grp[i - 1]; gkey[i] = gkey[i - 1]; i--;
+                    }
+                    grp[i] = c; gkey[i] = t;
+                }
+                for (i64 j = 1; j < g; j++) {
+                    i64 v = gval[j], i = j;
+                    while (i > 0 && gval[i - 1] > v) { gval[i] = gval[i - 1]; i--; }
+                    gval[i] = v;
+                }
+                if (rtop + g > rt_size) {
+                    i64 ns = 2 * rt_size + g;
+                    i64 *a1 = realloc(rt_idx, W * (size_t)ns);
+                    if (a1) rt_idx = a1;
+                    i64 *a2 = a1 ? realloc(rt_val, W * (size_t)ns) : NULL;
+                    if (a2) rt_val = a2;
+                    if (!a1 || !a2) { status = NO_MEMORY; goto done; }
+                    rt_size = ns;
+                }
+                for (i64 j = 0; j < g; j++) {
+                    i64 c = grp[j];
+                    if (P->rank[c] == gval[j]) continue;
+                    rt_idx[rtop] = c; rt_val[rtop] = P->rank[c]; rtop++;
+                    ph ^= mix((u64)(c * key_base + P->rank[c])) ^ mix((u64)(c * key_base + gval[j]));
+                    P->rank[c] = gval[j];
+                }
+                if (tried[depth] >= 0) tried[depth] = (tried[depth] / key_base) * key_base;
+            }
+            u64 h1 = state_hash(zob1 ^ ph, 0x9E3779B97F4A7C15ULL, floor_, scope_lo[depth], scope_hi[depth]);
+            u64 h2 = state_hash(zob2 ^ (ph * 0x9E3779B97F4A7C15ULL), 0xD1B54A32D192ED03ULL, floor_, scope_lo[depth], scope_hi[depth]);
             hash1[depth] = h1;
             hash2[depth] = h2;
             i64 slot = (i64)(h1 & memo_mask);
@@ -795,12 +849,18 @@ static int search_c(const Problem *P, i64 nsec, int valley_first, i64 node_limit
                 undo(P, chosen[d], placed, offsets, floor_, remaining, cross, floor_trail,
                      floor_top[d], maxfloor, mf_idx, mf_val, mf_top[d], mf_top[d + 1]);
             }
+            while (rtop > rank_top[target + 1]) {
+                rtop--;
+                i64 c = rt_idx[rtop];
+                ph ^= mix((u64)(c * key_base + P->rank[c])) ^ mix((u64)(c * key_base + rt_val[rtop]));
+                P->rank[c] = rt_val[rtop];
+            }
             depth = target;
             continue;
         }
         i64 b = best;
         i64 o = round_up(maxfloor[b], P->alignments[b]);
-        i64 best_key = o * key_base + b;
+        i64 best_key = o * key_base + P->rank[b];
         nodes++;
         if (nodes > node_limit) { status = NODE_LIMIT; goto done; }
         if ((nodes & clock_mask) == 0) {
@@ -852,6 +912,8 @@ static int search_c(const Problem *P, i64 nsec, int valley_first, i64 node_limit
 done:
     *nodes_out = nodes;
     free(pool);
+    free(rt_idx);
+    free(rt_val);
     arena_free(&A);
     return status;
 }
@@ -975,7 +1037,9 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
         views_release(&V);
         return PyErr_Format(PyExc_ValueError, "search: inconsistent array lengths");
     }
-    Problem P = {n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], capacity};
+    i64 *rank = malloc(sizeof(i64) * (size_t)(n + 1));
+    if (!rank) { views_release(&V); return PyErr_NoMemory(); }
+    Problem P = {n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], capacity, rank};
     i64 nodes = 0;
     int status;
     Py_BEGIN_ALLOW_THREADS
@@ -983,6 +1047,7 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
                       &nodes);
     Py_END_ALLOW_THREADS
     views_release(&V);
+    free(rank);
     if (status == NO_MEMORY) return PyErr_NoMemory();
     return Py_BuildValue("iL", status, (long long)nodes);
 }

@@ -42,6 +42,15 @@ Independent groups. When the unplaced buffers of the current scope fall apart
 into groups that no lifespan connects, each group is packed on its own; the
 failure of one fails the split without revisiting the others.
 
+Re-ranking a group. The canonical argument holds for any fixed tie-break order
+within an independent group, so a group entered afresh (a split, or a pending
+group taken up) ranks its unplaced buffers again, as MiniMalloc's sub-solves do:
+the largest total still to place over the buffer's sections first, ties by the
+previous rank. Its threshold becomes (watermark, 0): every offset from the
+watermark up, any rank (all of the group's lowered packings start there). The
+changes are trailed and undone on backtracking, and the failure memo hashes the
+rank vector with the state, so only states under the same ranking meet.
+
 The oracles that check it are the brute-force searches in tests/test_packing.py.
 """
 from __future__ import annotations
@@ -93,7 +102,7 @@ def _state_hash(zob, salt, floor, slo, shi):
 
 @njit(cache=True, nogil=True)
 def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed, maxfloor,
-          floor, remaining, capacity, n, threshold, lift, stamp, node):
+          floor, remaining, capacity, n, threshold, lift, stamp, node, rank):
     """True when, in some section of [slo, shi), the unplaced buffers cannot stack above
     their lowest possible start.
 
@@ -118,7 +127,7 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
             if placed[c]:
                 continue
             v = _round_up(maxfloor[c], alignments[c])
-            if v * n + c > threshold and v < lowest:
+            if v * n + rank[c] > threshold and v < lowest:
                 lowest = v
                 if v <= base:
                     break
@@ -130,7 +139,7 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
             if placed[c]:
                 continue
             v = _round_up(maxfloor[c], alignments[c])
-            if v * n + c > threshold:
+            if v * n + rank[c] > threshold:
                 continue
             if stamp[c] != node:
                 stamp[c] = node
@@ -159,7 +168,7 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
 
 @njit(cache=True, nogil=True)
 def _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo, shi, placed,
-                maxfloor, floor, remaining, capacity, threshold, reach):
+                maxfloor, floor, remaining, capacity, threshold, reach, rank):
     """True when a run of *tight* sections (no slack: floor plus the unplaced sizes is the
     capacity) on one floor f cannot be tiled at f.
 
@@ -171,7 +180,7 @@ def _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo, sh
     end: a reachability walk over the run's section boundaries decides whether any
     tiling exists. Twins and stranding are ignored (a weaker, still sound test).
     `reach` holds a flag per boundary (scratch)."""
-    n = sizes.size
+    n = sizes.size + 1
     s = slo
     while s < shi:
         if remaining[s] == 0 or floor[s] + remaining[s] != capacity:
@@ -196,7 +205,7 @@ def _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo, sh
                 if placed[c] or (sec_lo[c] != t and t != a):
                     continue
                 if f % alignments[c] != 0 or maxfloor[c] > f or f + sizes[c] > capacity \
-                        or f * n + c <= threshold:
+                        or f * n + rank[c] <= threshold:
                     continue
                 reach[min(sec_hi[c], b)] = 1
         if reach[b] == 0:
@@ -221,7 +230,7 @@ def _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross, fl
 
 @njit(cache=True, nogil=True)
 def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, floor,
-                remaining, capacity, slo, shi, threshold, out, prio, late, valley_first):
+                remaining, capacity, slo, shi, threshold, out, prio, late, valley_first, rank):
     """Fill `out` with the buffers that may come next in scope [slo, shi): key above
     `threshold`, in the order to try them; returns how many.
 
@@ -258,7 +267,7 @@ def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, 
         if tp >= 0 and not placed[tp]:
             continue
         o = _round_up(maxfloor[c], alignments[c])
-        if o + sizes[c] > capacity or o * n + c <= threshold or o >= gap_top:
+        if o + sizes[c] > capacity or o * (n + 1) + rank[c] <= threshold or o >= gap_top:
             continue
         if o > high:
             # above `high`, section `tight` overflows unless this buffer is all it has left
@@ -281,7 +290,7 @@ def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, 
             if (lo == slo or floor[lo - 1] > o or remaining[lo - 1] == 0) and \
                     (hi == shi or floor[hi] > o or remaining[hi] == 0):
                 fit = 0
-        prio[j] = (o * 2 + (1 if fit else 0)) * n + c
+        prio[j] = (o * 2 + (1 if fit else 0)) * (n + 1) + rank[c]
     # insertion sort by priority
     for j in range(1, k):
         v = prio[j]
@@ -301,7 +310,7 @@ def _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed, maxfloor, 
 @njit(cache=True, nogil=True)
 def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members,
            twin_prev, capacity, valley_first, node_limit, deadline, stop, offsets):
-    """Depth-first search over canonical packings of buffers ranked by index.
+    """Depth-first search over canonical packings (ranks start by index, then per group).
 
     Fills `offsets` and returns (status, nodes): PACKED, INFEASIBLE (search space
     exhausted), NODE_LIMIT or TIME_LIMIT (`deadline` in perf_counter seconds,
@@ -377,7 +386,17 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     memo_k1 = np.zeros(memo_size, np.uint64)
     memo_k2 = np.zeros(memo_size, np.uint64)
     memo_thr = np.zeros(memo_size, np.int64)
-    key_base = np.int64(n)
+    key_base = np.int64(n + 1)
+    # tie-break ranks 1..n (0 is a fresh group's threshold), re-ranked per group, trailed
+    rank = np.arange(1, n + 1).astype(np.int64)
+    rank_top = np.zeros(n + 2, np.int64)
+    grp = np.empty(n, np.int64)
+    gkey = np.empty(n, np.int64)
+    gval = np.empty(n, np.int64)
+    rt_idx = np.empty(n + 16, np.int64)
+    rt_val = np.empty(n + 16, np.int64)
+    rtop = 0
+    ph = np.uint64(0)
     # read the clock about every millisecond: nodes cost more as instances grow
     clock_mask = 1023 if n <= 256 else 63 if n <= 1024 else 15
     nodes = 0
@@ -392,6 +411,9 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     while True:
         if entering:
             entering = False
+            old_lo = scope_lo[depth]
+            old_hi = scope_hi[depth]
+            rank_top[depth] = rtop
             # split the scope into time-disjoint groups of unplaced buffers
             watermark = tried[depth] // key_base if tried[depth] >= 0 else 0
             ncomp = 0
@@ -451,11 +473,68 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 grown[:pool.size] = pool
                 pool = grown
             cand_start[depth] = start
+            if scope_lo[depth] != old_lo or scope_hi[depth] != old_hi:
+                # a new group: rank its buffers afresh by the loads left to place (the
+                # largest unplaced total over their sections first), ties by the old rank;
+                # at the watermark any of them may go next
+                glo = scope_lo[depth]
+                ghi = scope_hi[depth]
+                g = 0
+                for c in range(n):
+                    if placed[c] or sec_lo[c] < glo or sec_hi[c] > ghi:
+                        continue
+                    t = 0
+                    for q in range(sec_lo[c], sec_hi[c]):
+                        if remaining[q] > t:
+                            t = remaining[q]
+                    grp[g] = c
+                    gkey[g] = t
+                    gval[g] = rank[c]
+                    g += 1
+                for j in range(1, g):
+                    c = grp[j]
+                    t = gkey[j]
+                    i = j
+                    while i > 0 and (gkey[i - 1] < t or
+                                     (gkey[i - 1] == t and rank[grp[i - 1]] > rank[c])):
+                        grp[i] = grp[i - 1]
+                        gkey[i] = gkey[i - 1]
+                        i -= 1
+                    grp[i] = c
+                    gkey[i] = t
+                for j in range(1, g):
+                    v = gval[j]
+                    i = j
+                    while i > 0 and gval[i - 1] > v:
+                        gval[i] = gval[i - 1]
+                        i -= 1
+                    gval[i] = v
+                if rtop + g > rt_idx.size:
+                    ns = 2 * rt_idx.size + g
+                    a1 = np.empty(ns, np.int64)
+                    a1[:rtop] = rt_idx[:rtop]
+                    rt_idx = a1
+                    a2 = np.empty(ns, np.int64)
+                    a2[:rtop] = rt_val[:rtop]
+                    rt_val = a2
+                for j in range(g):
+                    c = grp[j]
+                    if rank[c] == gval[j]:
+                        continue
+                    rt_idx[rtop] = c
+                    rt_val[rtop] = rank[c]
+                    rtop += 1
+                    ph ^= _mix(np.uint64(c * key_base + rank[c])) ^ \
+                        _mix(np.uint64(c * key_base + gval[j]))
+                    rank[c] = gval[j]
+                if tried[depth] >= 0:
+                    tried[depth] = (tried[depth] // key_base) * key_base
             # a scope state (placed set, floors) that failed before under a threshold no
             # higher than this one fails again: its canonical sequences are a superset
-            h1 = _state_hash(zob1, np.uint64(0x9E3779B97F4A7C15), floor, scope_lo[depth],
+            h1 = _state_hash(zob1 ^ ph, np.uint64(0x9E3779B97F4A7C15), floor, scope_lo[depth],
                              scope_hi[depth])
-            h2 = _state_hash(zob2, np.uint64(0xD1B54A32D192ED03), floor, scope_lo[depth],
+            h2 = _state_hash(zob2 ^ (ph * np.uint64(0x9E3779B97F4A7C15)),
+                             np.uint64(0xD1B54A32D192ED03), floor, scope_lo[depth],
                              scope_hi[depth])
             hash1[depth] = h1
             hash2[depth] = h2
@@ -467,7 +546,7 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
             ncand[depth] = _candidates(sizes, alignments, sec_lo, sec_hi, twin_prev, placed,
                                        maxfloor, floor, remaining, capacity, scope_lo[depth],
                                        scope_hi[depth], tried[depth], pool[start:start + n], prio,
-                                       late, valley_first)
+                                       late, valley_first, rank)
             next_cand[depth] = 0
         best = -1
         if next_cand[depth] < ncand[depth]:
@@ -489,11 +568,17 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 _undo(chosen[d], sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
                       floor_trail, floor_top[d], maxfloor, mf_trail_idx, mf_trail_val,
                       mf_top[d], mf_top[d + 1])
+            while rtop > rank_top[target + 1]:
+                rtop -= 1
+                c = rt_idx[rtop]
+                ph ^= _mix(np.uint64(c * key_base + rank[c])) ^ \
+                    _mix(np.uint64(c * key_base + rt_val[rtop]))
+                rank[c] = rt_val[rtop]
             depth = target
             continue
         b = best
         o = _round_up(maxfloor[b], alignments[b])
-        best_key = o * key_base + b
+        best_key = o * key_base + rank[b]
         nodes += 1
         if nodes > node_limit:
             return NODE_LIMIT, nodes
@@ -527,10 +612,11 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
                 mt += 1
         mf_top[depth + 1] = mt
         if _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed,
-                 maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes) \
+                 maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes,
+                 rank) \
                 or _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo,
                                shi, placed, maxfloor, floor, remaining, capacity, best_key,
-                               reach):
+                               reach, rank):
             zob1 ^= zkey1[b]
             zob2 ^= zkey2[b]
             _undo(b, sizes, sec_lo, sec_hi, placed, offsets, floor, remaining, cross,
