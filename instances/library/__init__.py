@@ -42,6 +42,7 @@ TEST_SHARE = 4  # one workload in this many goes to the test split
 # folder to it, so a frozen version cannot change silently.
 FROZEN: dict[str, str] = {
     "memplace-lib/1": "a610bd8bb080140282a4900e718e243d81afb7ec29c81423db272f067e2866e1",
+    "memplace-lib/2": "f57d2a62be033bf979656676314aebb2dadd46b8a5bf95ca14d69be28d534239",
 }
 # `memplace-lib/N[:split]`, or `memplace-lib[:split]` for the newest version in the package
 SPEC = re.compile(r"memplace-lib(?:/([0-9]+))?(?::(train|test|all))?")
