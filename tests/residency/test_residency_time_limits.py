@@ -49,3 +49,19 @@ def test_a_tiny_time_limit_holds_on_a_mid_size_program(mid_size, solver):
         thread.join(max(0.0, began + LIMIT + MARGIN - time.perf_counter()))
         assert not thread.is_alive(), f"{solver}: thread {thread.name} still running"
     assert validate(mid_size, result.solution).valid
+
+
+def test_load_kernels_compiles_the_move_loop_before_the_clock():
+    """`load_kernels` (what `memplace solve`, `gap` and the harness call before a run's
+    clock starts) leaves sa's compiled move loop ready: in a fresh process, its dispatcher
+    holds a compiled signature right after. Without it the first residency sa run compiled
+    the loop inside its own time limit and tried no move at all."""
+    import subprocess
+    import sys
+    code = ("from memplace.solvers import load_kernels\n"
+            "load_kernels(['sa'], 'residency')\n"
+            "from memplace.solvers.residency.machinery.move_loop import run_moves\n"
+            "print(len(run_moves.signatures))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=1800)
+    assert int(out.stdout.strip().splitlines()[-1]) >= 1
