@@ -55,17 +55,13 @@ MOVE_LOOP_SOLVERS = {"sa", "hybrid", "bound"}
 
 
 def _warm_move_loop() -> None:
-    """Compile (or load) the residency sa's compiled move loop: a few moves on the
-    three-op instance. `warm_solvers` cannot reach it (a solver stopped at its first
-    incumbent, msa's start, never anneals), and its first compile takes minutes of CPU:
-    inside a solver's clock it used up the whole time limit."""
-    import numpy as np
-
-    from memplace.solvers.residency.machinery import move_loop
-    from memplace.solvers.residency.machinery.starts import msa_solution
+    """Compile (or load) the residency sa's compiled move loop: `sa` by name with a budget
+    of a few moves on the three-op instance. `warm_solvers` cannot reach it (a solver
+    stopped at its first incumbent, msa's start, never anneals), and its first compile
+    takes minutes of CPU: inside a solver's clock it used up the whole time limit."""
+    from memplace.solvers import solve
     inst = Instance.from_dict(tiny_instance_dict())
-    start, _ = msa_solution(inst)
-    move_loop.anneal(inst, start, np.random.default_rng(0), 8, 3e-3, 1e-5)
+    solve(inst, "sa", time_limit=None, seed=0, problem="residency", iterations=8, restarts=1)
 
 
 def _warm_packers() -> None:
