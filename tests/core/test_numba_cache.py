@@ -95,9 +95,11 @@ def test_warmup_compiles_the_residency_simulator_too(tmp_path):
             "from memplace.model.residency import kernels as k\n"
             "warmup()\n"
             "print(sorted(f.__name__ for f in (k.run_kernel, k.batch_kernel, k.change_kernel,\n"
-            "             k.try_change_kernel, k.replay_kernel, k.encode_kernel) if f.signatures))")
+            "             k.try_change_kernel, k.encode_kernel) if f.signatures))")
+    # (replay_kernel is called only from inside other kernels, since b249293: it is compiled
+    # into them, and a caller loaded from the disk cache never compiles it on its own)
     assert _python(code) == str(sorted(["run_kernel", "batch_kernel", "change_kernel",
-                                        "try_change_kernel", "replay_kernel", "encode_kernel"]))
+                                        "try_change_kernel", "encode_kernel"]))
 
 
 def test_the_cache_says_whether_it_holds_kernels_and_how_long_the_last_compile_took(tmp_path):
