@@ -73,8 +73,9 @@ def program_sources() -> list[tuple[str, str]]:
     return [(s, w) for s, w in out if load(s).n_ops <= MAX_OPS]
 
 
-def packing_sources() -> list[tuple[Path, str, int | None]]:
-    """(CSV, name, capacity or None) of every packing instance of version 1."""
+def packing_sources(max_buffers: int = MAX_PACKING_BUFFERS) -> list[tuple[Path, str, int | None]]:
+    """(CSV, name, capacity or None) of every packing file of at most `max_buffers`
+    buffers (version 1's cut by default): MiniMalloc's, idealloc's traces, XLA's heaps."""
     from memplace.instances.catalog import XLA_DIR
     from memplace.model.packing import BENCHMARKS
     from memplace.model.packing.minimalloc_csv import read_buffers
@@ -86,7 +87,7 @@ def packing_sources() -> list[tuple[Path, str, int | None]]:
         out.append((path, f"idealloc-{path.stem}", None))
     for path in sorted(XLA_DIR.glob("*.heap.csv")):
         out.append((path, f"{path.name.split('.')[0]}-heap", None))
-    return [(p, n, c) for p, n, c in out if len(read_buffers(p).buffers) <= MAX_PACKING_BUFFERS]
+    return [(p, n, c) for p, n, c in out if len(read_buffers(p).buffers) <= max_buffers]
 
 
 def _add_programs(lib: Library, sources: list[tuple[str, str]], echo: Callable[[str], None]) -> None:
@@ -167,18 +168,7 @@ def program_sources_2() -> list[tuple[str, str]]:
 def packing_sources_2() -> list[tuple[Path, str, int | None]]:
     """(CSV, name, capacity or None) of version 2's packing files (generated families
     apart: `add_generated` writes them)."""
-    from memplace.instances.catalog import XLA_DIR
-    from memplace.model.packing import BENCHMARKS
-    from memplace.model.packing.minimalloc_csv import read_buffers
-    out: list[tuple[Path, str, int | None]] = []
-    for path in sorted((BENCHMARKS / "minimalloc" / "challenging").glob("*.csv")):
-        out.append((path, f"minimalloc-{path.stem.split('.')[0]}", int(path.stem.split(".")[1])))
-    out.append((BENCHMARKS / "minimalloc" / "examples" / "input.12.csv", "minimalloc-example", 12))
-    for path in sorted((BENCHMARKS / "idealloc").glob("*.csv")):
-        out.append((path, f"idealloc-{path.stem}", None))
-    for path in sorted(XLA_DIR.glob("*.heap.csv")):
-        out.append((path, f"{path.name.split('.')[0]}-heap", None))
-    return [(p, n, c) for p, n, c in out if len(read_buffers(p).buffers) <= MAX_PACKING_BUFFERS_2]
+    return packing_sources(MAX_PACKING_BUFFERS_2)
 
 
 def add_generated(lib: Library, echo: Callable[[str], None] = print) -> None:
