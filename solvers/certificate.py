@@ -136,6 +136,20 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
     return cert
 
 
+def _dual_vector(certificate: dict[str, Any], n_rows: int) -> np.ndarray | None:
+    """The certificate's sparse dual vector as a dense one over `n_rows` rows; None when
+    it does not fit the model (another row count, an index out of range, a non-finite
+    value)."""
+    if int(certificate.get("rows", -1)) != n_rows:
+        return None
+    index = np.asarray(certificate["index"], np.int64)
+    if index.size and (index.min() < 0 or index.max() >= n_rows):
+        return None
+    y = np.zeros(n_rows, np.float64)
+    y[index] = np.asarray(certificate["value"], np.float64)
+    return y if np.isfinite(y).all() else None
+
+
 def check_lp_dual(instance: Instance, certificate: dict[str, Any],
                   valid_latency: float | None = None) -> float:
     """The bound (seconds) a dual vector proves, recomputed from the instance; -inf when it
@@ -146,14 +160,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_access(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
-    if int(certificate.get("rows", -1)) != n_rows:
-        return -math.inf
-    index = np.asarray(certificate["index"], np.int64)
-    if index.size and (index.min() < 0 or index.max() >= n_rows):
-        return -math.inf
-    y = np.zeros(n_rows, np.float64)
-    y[index] = np.asarray(certificate["value"], np.float64)
-    if not np.isfinite(y).all():
+    y = _dual_vector(certificate, n_rows)
+    if y is None:
         return -math.inf
     start = np.asarray(lp.a_matrix_.start_, np.int64)
     rows = np.asarray(lp.a_matrix_.index_, np.int64)
@@ -181,14 +189,8 @@ def _check_access(instance: Instance, certificate: dict[str, Any],
         return -math.inf
     model = access_bound.formulate(instance, ceiling)
     n_rows = len(model.rows.rlo)
-    if int(certificate.get("rows", -1)) != n_rows:
-        return -math.inf
-    index = np.asarray(certificate["index"], np.int64)
-    if index.size and (index.min() < 0 or index.max() >= n_rows):
-        return -math.inf
-    y = np.zeros(n_rows, np.float64)
-    y[index] = np.asarray(certificate["value"], np.float64)
-    if not np.isfinite(y).all():
+    y = _dual_vector(certificate, n_rows)
+    if y is None:
         return -math.inf
     bound = access_bound.dual_bound(model, y)
     if not math.isfinite(bound):
