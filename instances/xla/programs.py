@@ -71,27 +71,17 @@ def mlp(layers: int = 32, width: int = 512, batch: int = 64) -> tuple[Callable, 
     return forward, (params, x)
 
 
-def cnn(blocks: int = 3, channels: tuple[int, ...] = (16, 32, 64), image: int = 32,
-        batch: int = 8) -> tuple[Callable, tuple]:
-    jax, jnp, lax = _jax()
-    rand = _Random()
+def _conv_params(rand: _Random, jnp, cin: int, cout: int, k: int) -> dict:
+    """A k x k convolution's weights, its batch norm folded into a per-channel scale and shift."""
+    return {"w": rand.normal(k, k, cin, cout, scale=(k * k * cin) ** -0.5),
+            "scale": jnp.ones(cout), "shift": jnp.zeros(cout)}
 
-    def conv_params(cin, cout, k=3):
-        return {"w": rand.normal(k, k, cin, cout, scale=(k * k * cin) ** -0.5),
-                "scale": jnp.ones(cout), "shift": jnp.zeros(cout)}
-    params = {"stem": conv_params(3, channels[0]), "stages": []}
-    cin = channels[0]
-    for cout in channels:
-        stage = []
-        for b in range(blocks):
-            block = {"a": conv_params(cin, cout), "b": conv_params(cout, cout)}
-            if cin != cout:
-                block["proj"] = conv_params(cin, cout, 1)
-            stage.append(block)
-            cin = cout
-        params["stages"].append(stage)
-    params["head"] = rand.normal(channels[-1], 10, scale=channels[-1] ** -0.5)
-    x = rand.normal(batch, image, image, 3)
+
+def _residual_forward(block_body: Callable) -> Callable:
+    """The forward pass both CNNs share: the stem, stages of residual blocks (stride 2 on each
+    later stage's first block, a 1x1 projection where the block has one), a pooled linear
+    head. `block_body(conv, block, x, stride)` is the block's main path."""
+    jax, jnp, lax = _jax()
 
     def conv(p, x, stride=1):
         y = lax.conv_general_dilated(x, p["w"], (stride, stride), "SAME",
@@ -103,13 +93,35 @@ def cnn(blocks: int = 3, channels: tuple[int, ...] = (16, 32, 64), image: int = 
         for s, stage in enumerate(params["stages"]):
             for b, block in enumerate(stage):
                 stride = 2 if s > 0 and b == 0 else 1
-                y = jax.nn.relu(conv(block["a"], x, stride))
-                y = conv(block["b"], y)
+                y = block_body(conv, block, x, stride)
                 skip = conv(block["proj"], x, stride) if "proj" in block else x
                 x = jax.nn.relu(y + skip)
         x = jnp.mean(x, axis=(1, 2))
         return x @ params["head"]
-    return forward, (params, x)
+    return forward
+
+
+def cnn(blocks: int = 3, channels: tuple[int, ...] = (16, 32, 64), image: int = 32,
+        batch: int = 8) -> tuple[Callable, tuple]:
+    jax, jnp, _ = _jax()
+    rand = _Random()
+    params = {"stem": _conv_params(rand, jnp, 3, channels[0], 3), "stages": []}
+    cin = channels[0]
+    for cout in channels:
+        stage = []
+        for b in range(blocks):
+            block = {"a": _conv_params(rand, jnp, cin, cout, 3), "b": _conv_params(rand, jnp, cout, cout, 3)}
+            if cin != cout:
+                block["proj"] = _conv_params(rand, jnp, cin, cout, 1)
+            stage.append(block)
+            cin = cout
+        params["stages"].append(stage)
+    params["head"] = rand.normal(channels[-1], 10, scale=channels[-1] ** -0.5)
+    x = rand.normal(batch, image, image, 3)
+
+    def basic(conv, block, x, stride):
+        return conv(block["b"], jax.nn.relu(conv(block["a"], x, stride)))
+    return _residual_forward(basic), (params, x)
 
 
 def cnn_deep(stages: tuple[int, ...] = (3, 8, 36, 3),
@@ -117,46 +129,30 @@ def cnn_deep(stages: tuple[int, ...] = (3, 8, 36, 3),
     """A ResNet-152-deep CNN of bottleneck blocks (1x1 reduce, 3x3, 1x1 expand, a 1x1
     projection on each stage's first block; stages of 3, 8, 36 and 3 blocks) at a small
     width and image, batch norm folded as in `cnn`."""
-    jax, jnp, lax = _jax()
+    jax, jnp, _ = _jax()
     rand = _Random()
-
-    def conv_params(cin, cout, k):
-        return {"w": rand.normal(k, k, cin, cout, scale=(k * k * cin) ** -0.5),
-                "scale": jnp.ones(cout), "shift": jnp.zeros(cout)}
-    params = {"stem": conv_params(3, widths[0], 3), "stages": []}
+    params = {"stem": _conv_params(rand, jnp, 3, widths[0], 3), "stages": []}
     cin = widths[0]
     for blocks, width in zip(stages, widths):
         stage = []
         for b in range(blocks):
             cout = width * expansion
-            block = {"reduce": conv_params(cin, width, 1), "conv": conv_params(width, width, 3),
-                     "expand": conv_params(width, cout, 1)}
+            block = {"reduce": _conv_params(rand, jnp, cin, width, 1),
+                     "conv": _conv_params(rand, jnp, width, width, 3),
+                     "expand": _conv_params(rand, jnp, width, cout, 1)}
             if b == 0:
-                block["proj"] = conv_params(cin, cout, 1)
+                block["proj"] = _conv_params(rand, jnp, cin, cout, 1)
             stage.append(block)
             cin = cout
         params["stages"].append(stage)
     params["head"] = rand.normal(cin, 10, scale=cin ** -0.5)
     x = rand.normal(batch, image, image, 3)
 
-    def conv(p, x, stride=1):
-        y = lax.conv_general_dilated(x, p["w"], (stride, stride), "SAME",
-                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        return y * p["scale"] + p["shift"]
-
-    def forward(params, x):
-        x = jax.nn.relu(conv(params["stem"], x))
-        for s, stage in enumerate(params["stages"]):
-            for b, block in enumerate(stage):
-                stride = 2 if s > 0 and b == 0 else 1
-                y = jax.nn.relu(conv(block["reduce"], x))
-                y = jax.nn.relu(conv(block["conv"], y, stride))
-                y = conv(block["expand"], y)
-                skip = conv(block["proj"], x, stride) if "proj" in block else x
-                x = jax.nn.relu(y + skip)
-        x = jnp.mean(x, axis=(1, 2))
-        return x @ params["head"]
-    return forward, (params, x)
+    def bottleneck(conv, block, x, stride):
+        y = jax.nn.relu(conv(block["reduce"], x))
+        y = jax.nn.relu(conv(block["conv"], y, stride))
+        return conv(block["expand"], y)
+    return _residual_forward(bottleneck), (params, x)
 
 
 def _attention(jax, jnp, q, k, v, heads, mask=None):
