@@ -57,19 +57,19 @@ def compact(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns: n
 
 
 def portfolio(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns: np.ndarray,
-              offsets: np.ndarray, deadline: float) -> tuple[np.ndarray, int]:
+              offsets: np.ndarray, deadline: float, bound: int = 0) -> tuple[np.ndarray, int]:
     """The lowest of `offsets` and first fit / best fit in the orders that break the ties
     of the size order by time: by decreasing size, then increasing start (TFLite's greedy
     by size breaks its ties by first use), or then decreasing end; each asked to pack one
-    byte under the best so far, skipped once `deadline` would likely pass. Returns
-    (offsets, orders tried)."""
+    byte under the best so far, skipped once `deadline` would likely pass, and none once
+    the height is down to `bound` (nothing is lower). Returns (offsets, orders tried)."""
     height = int((offsets + sizes).max()) if sizes.size else 0
     index = np.arange(sizes.size)
     orders = (np.lexsort((index, lowers, -sizes)), np.lexsort((index, -uppers, -sizes)))
     tried, took = 0, 0.0
     for order in orders:
         for rule in (FIRST_FIT, BEST_FIT):
-            if time.perf_counter() + took > deadline:
+            if time.perf_counter() + took > deadline or height <= bound:
                 return offsets, tried
             began = time.perf_counter()
             got = place_in_order(order.astype(np.int64), sizes, lowers, uppers, aligns,

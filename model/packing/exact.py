@@ -32,7 +32,7 @@ from memplace.model.packing.compiled import (INFEASIBLE, NODE_LIMIT, PACKED, STO
 from memplace.model.packing.tiling import is_perfect, tile
 
 __all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "lowest_height",
-           "search_workers"]
+           "height_granule", "search_workers"]
 
 
 # Each round of restarts runs the (static order, valley-first) pairs, then RANDOM_PER_ROUND
@@ -101,16 +101,14 @@ def _prepare(sizes, lowers, uppers, alignments):
     sec_hi = np.searchsorted(points, uppers).astype(np.int64)
     nsec = points.size - 1
     adj_ptr, adj = _overlaps(lowers, uppers)
-    counts = np.zeros(nsec, np.int64)
-    for i in range(n):
-        counts[sec_lo[i]:sec_hi[i]] += 1
+    # every (buffer, section) pair of a lifespan, grouped by section, buffers in index order
+    spans = sec_hi - sec_lo
+    owner = np.repeat(np.arange(n, dtype=np.int64), spans)
+    starts = np.cumsum(spans) - spans
+    sections = sec_lo[owner] + np.arange(owner.size, dtype=np.int64) - starts[owner]
+    counts = np.bincount(sections, minlength=nsec).astype(np.int64)
     sec_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    fill = sec_ptr[:-1].copy()
-    sec_members = np.empty(sec_ptr[-1], np.int64)
-    for i in range(n):
-        for s in range(sec_lo[i], sec_hi[i]):
-            sec_members[fill[s]] = i
-            fill[s] += 1
+    sec_members = owner[np.argsort(sections, kind="stable")].astype(np.int64)
     # identical buffers are interchangeable: place them in rank order only
     twin_prev = np.full(n, -1, np.int64)
     seen: dict[tuple[int, int, int, int], int] = {}
@@ -122,13 +120,15 @@ def _prepare(sizes, lowers, uppers, alignments):
     return sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_members, twin_prev
 
 
-def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limit, workers):
+def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limit, workers,
+                max_nodes=None):
     """(status, offsets, nodes) for one independent part.
 
     Each worker runs a stream of restarts over its share of each round's
     configurations (fixed orders, then seeded random ones), the node limit
     growing after each round. The first stream to settle the question (packed,
     infeasible or out of time) stops the others. Deterministic for one worker.
+    With `max_nodes`, a stream that has spent that many nodes gives up (NODE_LIMIT).
     """
     orders = _static_orders(sizes, lowers, uppers)
     features = _features(sizes, lowers, uppers)
@@ -186,9 +186,12 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
             for k in range(worker, len(CONFIGS) + RANDOM_PER_ROUND, workers):
                 rank, valley_first, prep = ranking(round_no, k)
                 for height in list(heights):
+                    cap = limit if max_nodes is None else min(limit, max_nodes - nodes)
+                    if cap <= 0:
+                        return NODE_LIMIT, None, nodes
                     ranked = np.full(sizes.size, -1, np.int64)
                     status, used = search(sizes[rank], alignments[rank], *prep,
-                                          np.int64(height), valley_first, np.int64(limit),
+                                          np.int64(height), valley_first, np.int64(cap),
                                           float(deadline), stop, ranked)
                     nodes += used
                     if status == STOPPED:
@@ -212,7 +215,7 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
     with ThreadPoolExecutor(workers) as pool:
         runs = [f.result() for f in [pool.submit(stream, i) for i in range(workers)]]
     nodes = sum(r[2] for r in runs)
-    for wanted in (PACKED, INFEASIBLE, TIME_LIMIT):
+    for wanted in (PACKED, INFEASIBLE, TIME_LIMIT, NODE_LIMIT):
         for status, offsets, _ in runs:
             if status == wanted:
                 return status, offsets, nodes
@@ -243,9 +246,10 @@ def search_workers(workers: int | None):
 
 def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
                   alignments: np.ndarray, capacity: int, time_limit: float | None = None,
-                  node_limit: int = 1000, workers: int | None = None
-                  ) -> tuple[int, np.ndarray, int]:
-    """(status, offsets, nodes): PACKED with every offset, INFEASIBLE (proven) or TIME_LIMIT."""
+                  node_limit: int = 1000, workers: int | None = None,
+                  max_nodes: int | None = None) -> tuple[int, np.ndarray, int]:
+    """(status, offsets, nodes): PACKED with every offset, INFEASIBLE (proven), TIME_LIMIT,
+    or NODE_LIMIT once the search has spent `max_nodes` nodes (None: no such limit)."""
     deadline = -1.0 if time_limit is None else time.perf_counter() + time_limit
     offsets = np.full(sizes.size, -1, np.int64)
     # empty buffers take no memory: offset 0 is aligned and meets nothing
@@ -254,50 +258,63 @@ def exact_offsets(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray,
     total_nodes = 0
     # smallest parts first: an infeasible small part settles the question quickly
     for part in sorted((busy[p] for p in _parts(lowers[busy], uppers[busy])), key=len):
+        left = None if max_nodes is None else max_nodes - total_nodes
+        if left is not None and left <= 0:
+            return NODE_LIMIT, np.full(sizes.size, -1, np.int64), total_nodes
         status, got, nodes = _solve_part(sizes[part], lowers[part], uppers[part],
                                          alignments[part], capacity, deadline, node_limit,
-                                         default_workers() if workers is None else workers)
+                                         default_workers() if workers is None else workers,
+                                         left)
         total_nodes += nodes
-        if status != PACKED:  # INFEASIBLE or TIME_LIMIT: no offsets
+        if status != PACKED:  # INFEASIBLE, TIME_LIMIT or NODE_LIMIT: no offsets
             return status, np.full(sizes.size, -1, np.int64), total_nodes
         offsets[part] = got
     return PACKED, offsets, total_nodes
 
 
 def lowest_height(solve, sizes: np.ndarray, best: np.ndarray, lower: int,
-                  deadline: float | None, probe_s: float, first_s: float | None = None
-                  ) -> tuple[np.ndarray, int, int, int]:
+                  deadline: float | None, probe_s: float, first_s: float | None = None,
+                  granule: int = 1) -> tuple[np.ndarray, int, int, int]:
     """(offsets, height, proven lower bound, nodes): the lowest packing found below the
     packing `best`, given that no packing is lower than `lower`; `solve(height, seconds)`
     is an exact search at one height, returning (status, offsets, nodes).
-    The first probe, at the lower bound, may get longer (`first_s`): on compiler traces
-    the bound is often the optimum, and on loaded cores a short probe there runs out.
+    With `first_s`, the first probe is at the lower bound and gets that long: on compiler
+    traces the bound is often the optimum, and on loaded cores a short probe there runs
+    out (None: the caller has tried the bound; bisect at once).
+    Only multiples of `granule` are tried: the caller knows that the lowest height is
+    one (`height_granule`), so a height proven infeasible raises the bound to the next.
 
     The search prunes well when the capacity is tight and poorly with slack, and it
     proves infeasibility under the optimum slowly if at all; feasible heights with
     slack, though, pack fast. So: a short probe (`probe_s` seconds) at the lower bound
     (often the optimum), then bisection on short probes between the heights not yet
     ruled out (a probe that runs out of time counts as "too low" for the bisection
-    only, never for the bound), then one unit under the best height on all the time
-    left (`deadline` None: without limit) until a probe fails.
+    only, never for the bound), then one granule under the best height on all the time
+    left (`deadline` None: without limit) until a probe fails. It returns the moment the
+    best height equals the proven bound.
     """
     def height_of(offsets: np.ndarray) -> int:
         return int((offsets + sizes).max()) if sizes.size else 0
 
+    def up(h: int) -> int:  # the lowest multiple of the granule at or above h
+        return -(-h // granule) * granule
+
     upper = height_of(best)
-    proven = soft = lower
+    proven = soft = up(lower)
     nodes = 0
     first = True
     while proven < upper:
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0.01:
             break
-        if soft < upper - 1:
-            height = soft if first else (soft + upper - 1) // 2
-            budget = first_s if first and first_s is not None else probe_s
+        top = up(upper) - granule  # the highest height to try under the best
+        if soft < top:
+            at_bound = first and first_s is not None
+            height = soft if at_bound else max(soft, (soft + top) // 2 // granule * granule)
+            budget = first_s if at_bound else probe_s
             budget = budget if left is None else min(budget, left)
         else:
-            height, budget = upper - 1, left
+            height, budget = top, left
         first = False
         code, got, used = solve(height, budget)
         nodes += used
@@ -305,10 +322,21 @@ def lowest_height(solve, sizes: np.ndarray, best: np.ndarray, lower: int,
             best, upper = got, height_of(got)
         elif code == INFEASIBLE:
             # no packing at `height` means none at any lower height either
-            proven = max(proven, height + 1)
-            soft = max(soft, height + 1)
-        elif height == upper - 1:
-            break  # out of time one unit under the best
+            proven = max(proven, height + granule)
+            soft = max(soft, height + granule)
+        elif height == top:
+            break  # out of time one granule under the best
         else:
-            soft = height + 1
+            soft = height + granule
     return best, upper, proven, nodes
+
+
+def height_granule(sizes: np.ndarray, alignments: np.ndarray) -> int:
+    """A number every minimal height of these rectangles is a multiple of: the gcd of the
+    sizes and alignments. Lowering every buffer onto the aligned top of one below it
+    (or 0) keeps a packing valid and no higher, and puts each offset, hence each top,
+    on a multiple of it (a top is an offset plus a size; rounding up to an alignment
+    that is a multiple of it stays one)."""
+    g = int(np.gcd.reduce(np.concatenate([sizes, alignments]).astype(np.int64))) \
+        if sizes.size else 1
+    return max(g, 1)

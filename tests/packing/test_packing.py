@@ -132,6 +132,47 @@ def test_alignment_is_respected_even_when_it_costs_height():
     assert result.height == 7 and lower == 7
 
 
+def test_minimize_stops_at_the_bound_without_running_out_its_time():
+    # F's peak live size is its optimum: the node-limited search at the bound proves it,
+    # and nothing searches after (no anytime search, no exact search past the probe);
+    # counted in nodes and steps, not seconds
+    from memplace.model.packing.packers import BOUND_PROBE_NODES
+    buffers = read_buffers(BENCH / "challenging" / "F.1048576.csv").buffers
+    result, lower = minimize(buffers, time_limit=600)
+    assert result.height == lower == peak_live_size(buffers) == 1048576
+    assert 0 < result.nodes <= BOUND_PROBE_NODES
+    assert not any("anytime" in note for note in result.notes)
+    assert check_packing(buffers, result.offsets, lower) == []
+
+
+def test_minimal_heights_are_multiples_of_the_sizes_and_alignments_gcd():
+    from memplace.model.packing.exact import height_granule
+    assert height_granule(np.array([1024, 3072]), np.array([1, 1])) == 1
+    assert height_granule(np.array([1024, 3072]), np.array([512, 2048])) == 512
+    assert height_granule(np.array([6, 6]), np.array([4, 4])) == 2
+    # two buffers of 6 aligned to 4: the upper one starts at 8, so 14 (peak 12)
+    buffers = [Buffer("a", 0, 2, 6, alignment=4), Buffer("b", 0, 2, 6, alignment=4)]
+    result, lower = minimize(buffers)
+    assert result.height == lower == 14
+
+
+def test_lowest_height_tries_only_multiples_of_the_granule_and_stops_at_the_bound():
+    from memplace.model.packing import exact
+    tried = []
+
+    def solve(height, seconds):  # a pretend search: packs at 8 and above, proves below
+        tried.append(height)
+        if height >= 8:
+            return exact.PACKED, np.array([height]), 1
+        return exact.INFEASIBLE, np.array([-1]), 1
+
+    # one buffer of size 0, so a packing's height is its offset; the best so far is 20
+    got, upper, proven, nodes = exact.lowest_height(solve, np.array([0]), np.array([20]), 1,
+                                                    None, 1.0, None, granule=4)
+    assert tried == [8, 4]  # bisection between 4 (the bound rounded up) and 16, then 4
+    assert upper == proven == 8 and list(got) == [8] and nodes == 2
+
+
 # ---------------------------------------------------------------------------
 # The MiniMalloc example and benchmark
 
