@@ -98,7 +98,8 @@ def verify_command(version: str) -> None:
 @click.option("--scheduler", default=None, help="Dask scheduler address (default: run here)")
 @click.option("--solver", "solvers", multiple=True,
               help="solver to run (repeatable; default: each problem's improvers, "
-                   "static milp and sa, residency bound and sa, packing minimize)")
+                   "static milp and sa, residency bound, sa and multistart, packing "
+                   "minimize)")
 @click.option("--min-gap", type=float, default=None,
               help="only entries whose gap to the best bound is above this (percent)")
 @click.option("--no-certify", is_flag=True, help="skip refreshing the closed-form and LP-dual bounds")

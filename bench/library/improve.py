@@ -24,7 +24,8 @@ from memplace.model.core.errors import MemplaceError
 
 DEFAULTS = {"static": "compiler", "residency": "msa", "packing": "best-heuristic"}
 # The solvers `improve` runs per problem: the exact models first (they also prove bounds).
-IMPROVERS = {"static": ("milp", "sa"), "residency": ("bound", "sa"), "packing": ("minimize",)}
+IMPROVERS = {"static": ("milp", "sa"), "residency": ("bound", "sa", "multistart"),
+             "packing": ("minimize",)}
 LP_TIME_LIMIT_S = 30.0
 # Solvers whose `lower_bound` is HiGHS's dual bound after branch and bound (the others
 # report closed-form bounds, which the library recomputes itself).

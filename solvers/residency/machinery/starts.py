@@ -103,3 +103,20 @@ def static_start(instance: Instance, moves: int, seed: int,
     sol, _ = assign_windows(instance, place, offsets, deadline=deadline)
     sol.latency = simulate(instance, sol)
     return sol if sol.latency < bare.latency else bare
+
+
+def milp_start(instance: Instance, seconds: float | None = None) -> ResidencySolution:
+    """The static MILP's placement (its optimum when HiGHS finishes within `seconds`, else
+    its incumbent) with msa's windows over it, or without windows when those do not help;
+    its latency set. The static `milp` has two thirds of the time, msa's allocator the rest.
+
+    The static optimum is a residency solution (docs/spec.md section 9) that the searches'
+    re-homing moves, one tensor at a time from the compiler's homes, need not reach."""
+    began = time.perf_counter()
+    place, offsets = static_homes(instance, "milp", None if seconds is None else 2 * seconds / 3)
+    bare = ResidencySolution(instance.name, place, offsets)
+    bare.latency = simulate(instance, bare)
+    deadline = math.inf if seconds is None else began + seconds
+    sol, _ = assign_windows(instance, place, offsets, deadline=deadline)
+    sol.latency = simulate(instance, sol)
+    return sol if sol.latency < bare.latency else bare

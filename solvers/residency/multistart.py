@@ -1,0 +1,106 @@
+"""`multistart` (residency): `sa`'s compiled move loop from more starts, then restarts from the best.
+
+`sa` anneals from msa's solution and from the static `sa`'s placement with msa's windows
+over it. On several library programs its best never beat the static problem's optimum
+(xla-train, albert-base, deit-small and xla-cnn-deep@nnpi in memplace-lib/2: the best
+known there was the static `milp`'s placement, offered as a residency solution without
+windows): the anneals start from the compiler's homes or a heuristic static placement
+and do not reach the optimum's homes by single re-homing moves. So this solver adds the
+static MILP optimum as a start (`starts.milp_start`: the static `milp` within a share of
+the time, with msa's allocator adding windows over its homes when they help), and then
+spends the rest of the time in anneals (`move_loop.anneal`, Numba end to end):
+
+1. one anneal from each start, best start first, at `t_start`;
+2. then anneals from the best solution so far (an iterated local search: the best is
+   the only state kept between anneals), their start temperatures cycling through
+   `t_start`, `t_start / 10`, `t_start / 100` (a reheat that is small enough to keep the
+   best's structure and large enough to leave its local minimum).
+
+Every start and every anneal's best is offered (validated by `solve()` before it is
+returned), so the result is never worse than msa, the static MILP's placement or any
+start.
+"""
+from __future__ import annotations
+
+import time
+
+from memplace.model.residency import ResidencySolution, lower_bound, simulate
+from memplace.solvers import Param, ParameterError, SearchContext, register
+from memplace.solvers.residency.machinery import move_loop
+from memplace.solvers.residency.machinery.starts import (finish_seconds, milp_start, msa_start,
+                                                         static_homes, static_start)
+
+PARAMS = {
+    "anneals": Param(8, int, 1, doc="anneals in all: one from each start, the others from the "
+                                    "best so far"),
+    "t_start": Param(3e-3, float, 0.0, doc="start temperature of the first anneals, relative "
+                                           "to the latency (the later ones divide it by 10, 100)"),
+    "t_end": Param(1e-6, float, 0.0, doc="final temperature, relative to the latency"),
+    "home_rate": Param(0.1, float, 0.0, 1.0, doc="share of moves that change a home"),
+    "lead": Param(4.0, float, 0.0, doc="mean extra ops a new prefetch starts ahead of its first use"),
+    "milp_share": Param(0.2, float, 0.0, 1.0, doc="share of the time limit for the static MILP "
+                                                  "start (0: no MILP start)"),
+    "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is "
+                                               "another start (0: none)"),
+    "offer_every": Param(1.0, float, 0.0, doc="seconds between offers of the best solution"),
+}
+START_SHARE = 0.15  # of the time left, at most, for msa's start and the static sa's
+REHEAT = (1.0, 0.1, 0.01)  # start temperatures of the anneals from the best, times t_start
+
+
+@register("multistart", "sa's compiled move loop from msa, the static MILP optimum (with "
+          "msa's windows over its homes) and the static sa's placement, then reheated "
+          "anneals from the best (iterated local search)", params=PARAMS, problem="residency")
+def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: float,
+                     home_rate: float, lead: float, milp_share: float, static_moves: int,
+                     offer_every: float) -> None:
+    inst = ctx.instance
+    if ctx.time_limit is None:
+        raise ParameterError("solver 'multistart' (residency) needs a time limit")
+    ctx.lower_bound = lower_bound(inst)
+    starts: list[ResidencySolution] = []
+
+    def add(sol: ResidencySolution, name: str) -> None:
+        ctx.offer(sol, sol.latency)
+        ctx.notes[f"start_{name}"] = round(sol.latency * 1e6, 3)
+        starts.append(sol)
+
+    place, offsets = static_homes(inst, "compiler")  # an incumbent before anything slow
+    compiler = ResidencySolution(inst.name, place, offsets)
+    compiler.latency = simulate(inst, compiler)
+    ctx.offer(compiler, compiler.latency)
+    add(msa_start(inst, "best", START_SHARE * ctx.remaining()), "msa")
+    if milp_share > 0 and not ctx.should_stop():
+        add(milp_start(inst, milp_share * ctx.remaining()), "milp")
+    if static_moves > 0 and not ctx.should_stop():
+        add(static_start(inst, static_moves, int(ctx.rng.integers(2**31)),
+                         START_SHARE * ctx.remaining()), "static_sa")
+    starts.sort(key=lambda s: s.latency)
+    best = starts[0]
+    last = [time.perf_counter()]
+
+    def on_best(sol: ResidencySolution, lat: float) -> None:
+        if time.perf_counter() - last[0] >= offer_every:
+            ctx.offer(sol)
+            last[0] = time.perf_counter()
+
+    moves, gains = 0, []
+    for r in range(anneals):
+        if ctx.should_stop():
+            break
+        share = (ctx.remaining() - finish_seconds(inst)) / (anneals - r)
+        if share <= 0:
+            break
+        origin = starts[r] if r < len(starts) else best
+        temp = t_start if r < len(starts) else t_start * REHEAT[(r - len(starts)) % len(REHEAT)]
+        found, tried = move_loop.anneal(inst, origin, ctx.rng, 0, temp, min(t_end, temp),
+                                        home_rate, lead, ctx.should_stop, on_best, share,
+                                        offer_every)
+        moves += tried
+        ctx.count(tried)
+        found.latency = simulate(inst, found)
+        ctx.offer(found, found.latency)
+        gains.append(round(best.latency / found.latency, 5))
+        if found.latency < best.latency:
+            best = found
+    ctx.notes.update(moves=moves, anneal_gains=gains)
