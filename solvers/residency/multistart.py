@@ -8,9 +8,13 @@ windows): the anneals start from the compiler's homes or a heuristic static plac
 and do not reach the optimum's homes by single re-homing moves. So this solver adds the
 static MILP optimum as a start (`starts.milp_start`: the static `milp` within a share of
 the time, with msa's allocator adding windows over its homes when they help), and then
-spends the rest of the time in anneals (`move_loop.anneal`, Numba end to end):
+swaps and demotes homes from the best start (`home_swaps.descend`: two tensors of one size
+exchange homes, or one moves to a slower level, msa's allocator re-deriving the windows
+over each candidate's homes: the moves that free fast memory for copies, which single
+re-homing moves of the anneal cannot make without first losing), and then spends the
+rest of the time in anneals (`move_loop.anneal`, Numba end to end):
 
-1. one anneal from each start, best start first, at `t_start`;
+1. one anneal from each start (the swapped one first), at `t_start`;
 2. then anneals from the best solution so far (an iterated local search: the best is
    the only state kept between anneals), their start temperatures cycling through
    `t_start`, `t_start / 10`, `t_start / 100` (a reheat that is small enough to keep the
@@ -27,6 +31,7 @@ import time
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.machinery import move_loop
+from memplace.solvers.residency.machinery.home_swaps import descend
 from memplace.solvers.residency.machinery.starts import (finish_seconds, milp_start, msa_start,
                                                          static_homes, static_start)
 
@@ -40,20 +45,27 @@ PARAMS = {
     "lead": Param(4.0, float, 0.0, doc="mean extra ops a new prefetch starts ahead of its first use"),
     "milp_share": Param(0.2, float, 0.0, 1.0, doc="share of the time limit for the static MILP "
                                                   "start (0: no MILP start)"),
+    "swap_share": Param(0.25, float, 0.0, 1.0, doc="share of the time left after the starts "
+                                                   "for swaps and demotions of homes from the best "
+                                                   "start (home_swaps.py; 0: none)"),
     "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is "
                                                "another start (0: none)"),
     "offer_every": Param(1.0, float, 0.0, doc="seconds between offers of the best solution"),
 }
 START_SHARE = 0.15  # of the time left, at most, for msa's start and the static sa's
-REHEAT = (1.0, 0.1, 0.01)  # start temperatures of the anneals from the best, times t_start
+REHEAT = (1.0, 0.1, 0.01)
+# The static milp start only up to this many ops: on synth-10000@nnpi the static milp's
+# thread ran on after its 4 s limit (model build and HiGHS past the deadline), taking a
+# core from the anneals; at 10^3 ops it stops in time
+MILP_MAX_OPS = 2000  # start temperatures of the anneals from the best, times t_start
 
 
 @register("multistart", "sa's compiled move loop from msa, the static MILP optimum (with "
-          "msa's windows over its homes) and the static sa's placement, then reheated "
-          "anneals from the best (iterated local search)", params=PARAMS, problem="residency")
+          "msa's windows over its homes), the static sa's placement and swaps of same-size "
+          "homes, then reheated anneals from the best (iterated local search)", params=PARAMS, problem="residency")
 def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: float,
-                     home_rate: float, lead: float, milp_share: float, static_moves: int,
-                     offer_every: float) -> None:
+                     home_rate: float, lead: float, milp_share: float, swap_share: float,
+                     static_moves: int, offer_every: float) -> None:
     inst = ctx.instance
     if ctx.time_limit is None:
         raise ParameterError("solver 'multistart' (residency) needs a time limit")
@@ -70,12 +82,19 @@ def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: fl
     compiler.latency = simulate(inst, compiler)
     ctx.offer(compiler, compiler.latency)
     add(msa_start(inst, "best", START_SHARE * ctx.remaining()), "msa")
-    if milp_share > 0 and not ctx.should_stop():
+    if milp_share > 0 and inst.n_ops <= MILP_MAX_OPS and not ctx.should_stop():
         add(milp_start(inst, milp_share * ctx.remaining()), "milp")
     if static_moves > 0 and not ctx.should_stop():
         add(static_start(inst, static_moves, int(ctx.rng.integers(2**31)),
                          START_SHARE * ctx.remaining()), "static_sa")
     starts.sort(key=lambda s: s.latency)
+    if swap_share > 0 and not ctx.should_stop():
+        swapped, tries = descend(inst, starts[0], ctx.rng,
+                                 time.perf_counter() + swap_share * ctx.remaining())
+        ctx.notes["swap_tries"] = tries
+        if swapped is not starts[0]:
+            add(swapped, "swaps")
+            starts.insert(0, starts.pop())
     best = starts[0]
     last = [time.perf_counter()]
 
@@ -85,12 +104,16 @@ def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: fl
             last[0] = time.perf_counter()
 
     moves, gains = 0, []
+    overhead = finish_seconds(inst)  # an anneal's work outside its clock, measured after the first
     for r in range(anneals):
         if ctx.should_stop():
             break
-        share = (ctx.remaining() - finish_seconds(inst)) / (anneals - r)
+        left = ctx.remaining() - finish_seconds(inst)
+        # fewer, longer anneals where setting one up is slow: each at least its overhead
+        share = left / min(anneals - r, max(1, int(left / (2 * overhead)))) - overhead
         if share <= 0:
             break
+        began = time.perf_counter()
         origin = starts[r] if r < len(starts) else best
         temp = t_start if r < len(starts) else t_start * REHEAT[(r - len(starts)) % len(REHEAT)]
         found, tried = move_loop.anneal(inst, origin, ctx.rng, 0, temp, min(t_end, temp),
@@ -101,6 +124,8 @@ def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: fl
         found.latency = simulate(inst, found)
         ctx.offer(found, found.latency)
         gains.append(round(best.latency / found.latency, 5))
+        # setting up the board, the last copy and the offer (seconds at 10^4 ops)
+        overhead = max(overhead, time.perf_counter() - began - share)
         if found.latency < best.latency:
             best = found
     ctx.notes.update(moves=moves, anneal_gains=gains)

@@ -1,8 +1,11 @@
-"""`multistart` (residency): valid output on random and committed instances, and its static
-MILP start (`starts.milp_start`) reaching homes that `sa`'s moves from msa's start do not."""
+"""`multistart` (residency): valid output on random and committed instances, its static
+MILP start (`starts.milp_start`) reaching homes that `sa`'s moves from msa's start do not,
+and its swaps and demotions of homes (`home_swaps.descend`) freeing fast memory for copies."""
 from __future__ import annotations
 
 from pathlib import Path
+
+import time
 
 import numpy as np
 import pytest
@@ -13,6 +16,7 @@ from memplace.instances import load
 from memplace.model import Instance
 from memplace.model.residency import simulate, validate
 from memplace.solvers import load_kernels, solve
+from memplace.solvers.residency.machinery.home_swaps import descend
 from memplace.solvers.residency.machinery.starts import milp_start, msa_start
 from randominst import random_instance_dict
 
@@ -43,6 +47,23 @@ def knapsack() -> Instance:
                                 {"name": "DRAM", "capacity": None, "bandwidth": 1e7}]}})
 
 
+def layers(n: int = 6, fast: int = 3) -> Instance:
+    """n layers: a matmul reading its own 100 B weight (1 ns of compute), then an op of 1 µs
+    of compute; SRAM holds `fast` weights, DRAM is 10 times slower (1 µs a weight)."""
+    ops, tensors = [], []
+    for j in range(n):
+        ops += [{"name": f"mm{j}", "type": "matmul", "flops": 1.0},
+                {"name": f"act{j}", "type": "x", "flops": 1000.0}]
+        tensors.append({"name": f"w{j}", "kind": "weight", "size": 100, "producer": None,
+                        "accesses": [[2 * j, 100]]})
+    return Instance.from_dict({
+        "format": "memplace-instance/1", "name": "layers@test",
+        "workload": {"name": "layers", "ops": ops, "tensors": tensors},
+        "hardware": {"name": "two", "compute_rate": 1e9,
+                     "levels": [{"name": "SRAM", "capacity": 100 * fast, "bandwidth": 1e9},
+                                {"name": "DRAM", "capacity": None, "bandwidth": 1e8}]}})
+
+
 def check(inst: Instance, limit: float, seed: int = 0, **params):
     result = solve(inst, "multistart", time_limit=limit, seed=seed, problem="residency", **params)
     assert "windows_dropped" not in result.notes  # valid as offered, not repaired by solve()
@@ -62,6 +83,21 @@ def test_the_milp_start_finds_the_static_optimum_that_sa_from_msa_misses():
     found = check(inst, 2.0, static_moves=0)
     assert found.latency == pytest.approx(6.2e-6)
     assert list(found.solution.placement) == [1, 0, 0]
+
+
+def test_demoting_a_weight_frees_sram_for_the_copies_of_the_others():
+    # The static optimum homes three weights in SRAM and reads three at DRAM speed (6 x 1 µs
+    # of compute + 3 x 1 µs + 3 x 0.1 µs = 9.3 µs); SRAM is full, so no window fits. Homing
+    # one more weight in DRAM leaves a 100 B slot through which msa's allocator copies each
+    # DRAM weight during the 1 µs op before its use: 6 µs + 0.6 µs, whatever weights' homes.
+    inst = layers()
+    start = milp_start(inst, 5.0)
+    assert start.latency == pytest.approx(9.3e-6) and not start.windows
+    found, tries = descend(inst, start, np.random.default_rng(0), time.perf_counter() + 30, 200)
+    assert found.latency == pytest.approx(6.6e-6)
+    assert validate(inst, found).valid
+    assert int(np.sum(found.placement == 1)) == 4 and len(found.windows) == 4
+    assert tries == 200
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
