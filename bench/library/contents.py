@@ -17,6 +17,10 @@ plus every committed zoo export (`instances/data/zoo/`) and XLA program of at mo
 `MAX_OPS` ops; packing adds idealloc's whole Pangu trace and the generated families of
 `memplace.model.packing.generate.HELDOUT` (cut instances come with the packing their cuts
 certify, at the peak live size: optimal by construction).
+
+Version 3 (`build_3`): version 2's entries as frozen (instances, best known solutions,
+bounds and certificates, each with the provenance it was found with), improved further by
+`memplace lib improve`; nothing is added or left out.
 """
 from __future__ import annotations
 
@@ -255,11 +259,53 @@ def build_2(lib: Library, echo: Callable[[str], None] = print) -> None:
     store.save(lib)
 
 
-BUILDERS: dict[int, Callable[[Library, Callable[[str], None]], None]] = {1: build, 2: build_2}
+# ------------------------------------------------------------------ version 3
+def carry_over(lib: Library, older: Library, echo: Callable[[str], None] = print) -> int:
+    """Copy an older version's entries that `lib` does not have yet, with their instance,
+    solution and certificate files, each best known and bound keeping the provenance it
+    was found with (plus the version it comes from, when it names none), and its pairs
+    left out. Nothing is re-solved: `memplace lib verify` re-checks every copied file and
+    bound. Returns how many entries were copied."""
+    import copy
+    from memplace.instances.library import entry_of
+    have = {e.id for e in lib.entries}
+    copied = 0
+    for old in older.entries:
+        if old.id in have:
+            continue
+        data = copy.deepcopy(old.data)
+        files = [data["best"].get("file"), data["instance"]] + [b.get("certificate")
+                                                                for b in data["bounds"]]
+        for relative in files:
+            if relative and older.path(relative).is_file():  # (a catalog name is no file)
+                lib.path(relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(older.path(relative), lib.path(relative))
+        for prov in [data["best"].get("provenance")] + [b.get("provenance") for b in data["bounds"]]:
+            if prov is not None:
+                prov.setdefault("library", older.name)
+        lib.entries.append(entry_of(data))
+        copied += 1
+        echo(f"{old.id}: copied from {older.name} (best {old.best['objective']:.6g}, "
+             f"{len(old.bounds)} bounds)")
+    known = {d["id"] for d in lib.dropped}
+    lib.dropped.extend(copy.deepcopy(d) for d in older.dropped if d["id"] not in known)
+    store.save(lib)
+    return copied
+
+
+def build_3(lib: Library, echo: Callable[[str], None] = print) -> None:
+    """Version 2's entries as they were frozen, to be improved (`improve`)."""
+    from memplace.instances.library import read_library
+    carry_over(lib, read_library(2), echo)
+
+
+BUILDERS: dict[int, Callable[[Library, Callable[[str], None]], None]] = {1: build, 2: build_2, 3: build_3}
 DESCRIPTIONS = {
     1: "memplace-lib/1: real programs (ONNX exports, XLA programs, zoo exports) and generated "
        "residency workloads; packing traces",
     2: "memplace-lib/2: the zoo's exports of PyTorch models and the XLA programs (with version 1's "
        "ONNX exports and generated residency workloads), static and residency; packing: "
        "MiniMalloc's suite, idealloc's traces, XLA heaps and generated families",
+    3: "memplace-lib/3: memplace-lib/2's entries (the same instances and pairs left out) with "
+       "better best known solutions and bounds",
 }

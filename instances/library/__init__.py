@@ -208,6 +208,14 @@ def split_of(workload: str) -> str:
     return "test" if digest[0] % TEST_SHARE == 0 else "train"
 
 
+def entry_of(raw: dict[str, Any]) -> Entry:
+    """A manifest entry as an Entry (KeyError if a field is missing). The entry's dicts
+    and lists are the manifest's own: what a writer changes in them is what it saves."""
+    return Entry(raw["id"], raw["problem"], raw["instance"], raw["name"], raw["sha256"],
+                 raw["split"], int(raw.get("ops", 0)), raw["default"], raw["best"],
+                 raw.setdefault("bounds", []), raw)
+
+
 def read_library(version: int | str | Path | None = None) -> Library:
     """A library by version number, by `memplace-lib/N`, by folder, or (None or
     `memplace-lib`) the newest version in the package."""
@@ -231,11 +239,7 @@ def read_library(version: int | str | Path | None = None) -> Library:
     entries = []
     for raw in manifest.get("entries", []):
         try:
-            # the entry's dicts and lists are the manifest's own: what a writer changes in
-            # them is what it saves
-            entries.append(Entry(raw["id"], raw["problem"], raw["instance"], raw["name"],
-                                 raw["sha256"], raw["split"], int(raw.get("ops", 0)),
-                                 raw["default"], raw["best"], raw.setdefault("bounds", []), raw))
+            entries.append(entry_of(raw))
         except KeyError as exc:
             raise MemplaceError(f"{manifest_path}: entry {raw.get('id', '?')!r} has no "
                                 f"{exc.args[0]!r}") from None
