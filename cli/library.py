@@ -1,6 +1,7 @@
 """`memplace lib list|show|verify|improve|add|score|site`: the benchmark library memplace-lib."""
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -203,8 +204,12 @@ def _score_runs(lib, runs: str, out_file: str | None, submissions_dir: str | Non
               help="problem (repeatable; default: static and residency)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/library",
               show_default=True)
+@click.option("--rescore", is_flag=True,
+              help="run nothing: score the submissions already in --out again (against a "
+                   "newer library version's best knowns and bounds); --time-limit then says "
+                   "what limit they were run with")
 def leaderboard_command(version: str, time_limit: float, split: str, problems: tuple[str, ...],
-                        out_dir: str) -> None:
+                        out_dir: str, rescore: bool) -> None:
     """memplace's solvers as submissions (one folder of solution files each), scored by
     'memplace lib score', with the library's best known as the reference line."""
     from memplace.bench.library.leaderboard import leaderboard
@@ -213,12 +218,20 @@ def leaderboard_command(version: str, time_limit: float, split: str, problems: t
     lib = _read(version)
     out = Path(out_dir)
     text = leaderboard(lib, out, time_limit, split, problems or ("static", "residency"),
-                       echo=click.echo)
+                       echo=click.echo, run=not rescore)
     command = (f"memplace lib leaderboard --lib {version or lib.name} --time-limit {time_limit:g} --split {split}"
                + "".join(f" --problem {p}" for p in problems) + f" --out {out_dir}")
+    made = "solution files are in `submissions/SOLVER/`"
+    if rescore:
+        previous = out / "leaderboard.md"
+        runs = re.findall(r"`(memplace lib leaderboard [^`]*)`",
+                          previous.read_text(encoding="utf-8") if previous.is_file() else "")
+        first = next((c for c in runs if not c.endswith("--rescore")), "an earlier run")
+        command += " --rescore"
+        made = f"solution files, written by `{first}`, are in `submissions/SOLVER/`"
     (out / "leaderboard.md").write_text(
         f"# {lib.name} leaderboard ({split} split)\n\nWritten by `{command}`: every solver's "
-        "solution files are in `submissions/SOLVER/`, scored by `memplace lib score`; "
+        f"{made}, scored by `memplace lib score`; "
         f"{time_limit:g} s per run on a shared 2-core machine.\n\n" + text, encoding="utf-8")
     click.echo(text, nl=False)
     click.echo(f"wrote {out / 'leaderboard.md'}")

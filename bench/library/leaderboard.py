@@ -10,6 +10,7 @@ from memplace.bench.library.improve import DEFAULTS, Task, run_task
 from memplace.bench.library.score import Score, best_known, score, summary_table
 from memplace.bench.library.store import file_stem
 from memplace.instances.library import Library
+from memplace.model.core.errors import MemplaceError
 
 # memplace's solvers on the board, per problem (the default first).
 BOARD = {"static": ("compiler", "sa", "milp"), "residency": ("msa", "sa", "bound", "hybrid"),
@@ -37,13 +38,19 @@ def write_submission(lib: Library, solver: str, folder: Path, time_limit: float,
 
 def leaderboard(lib: Library, out: Path, time_limit: float, split: str = "test",
                 problems: Iterable[str] = ("static", "residency"),
-                echo: Callable[[str], None] = print) -> str:
-    """Run, score and tabulate every board solver; the Markdown table (also written)."""
+                echo: Callable[[str], None] = print, run: bool = True) -> str:
+    """Run, score and tabulate every board solver; the Markdown table (also written).
+    `run=False` scores the submissions already in `out` (a newer library version's best
+    knowns and bounds, the same solution files) and runs nothing."""
     problems = tuple(problems)
     named: dict[str, list[Score]] = {}
     for solver in dict.fromkeys(s for p in problems for s in BOARD[p]):
-        folder = write_submission(lib, solver, out / "submissions" / solver, time_limit, split,
-                                  problems, echo)
+        folder = out / "submissions" / solver
+        if run:
+            write_submission(lib, solver, folder, time_limit, split, problems, echo)
+        elif not folder.is_dir():
+            raise MemplaceError(f"no submission of {solver} to score again in {folder}: "
+                                "run the leaderboard without --rescore first")
         mine = [s for s in score(lib, folder, split, problems)
                 if solver in BOARD[s.entry.problem]]
         named[solver] = mine

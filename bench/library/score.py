@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from memplace.bench.library.check import load_entry_instance, solution_objective
-from memplace.bench.library.tables import percent
+from memplace.bench.library.tables import percent, two_decimals
 from memplace.instances.library import Entry, Library
 from memplace.model.core.errors import MemplaceError
 
@@ -131,7 +131,7 @@ def summary_table(named: dict[str, list[Score]]) -> str:
             for problem, row in summary(scores).items()]
     for name, problem, r in sorted(rows, key=lambda x: (x[1], -x[2]["geomean speedup"])):
         lines.append(f"| {name} | {problem} | {r['geomean speedup']:.4f} | "
-                     f"{r['mean gap to best known %']:.2f} | {r['mean gap to bound %']:.2f} | "
+                     f"{two_decimals(r['mean gap to best known %'])} | {two_decimals(r['mean gap to bound %'])} | "
                      f"{r['valid']} / {r['entries']} |")
     return "\n".join(lines) + "\n"
 

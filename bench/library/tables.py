@@ -17,7 +17,13 @@ def figure(entry: Entry, value: float | None) -> str:
 def percent(gap: float | None) -> str:
     """A relative gap in % with two decimals; one that rounds to zero prints 0.00, never
     -0.00 (a tie whose last bits differ)."""
-    return "-" if gap is None else f"{100 * gap:.2f}".replace("-0.00", "0.00")
+    return "-" if gap is None else two_decimals(100 * gap)
+
+
+def two_decimals(value: float) -> str:
+    """A figure with two decimals, 0.00 rather than -0.00 when it rounds to zero."""
+    text = f"{value:.2f}"
+    return "0.00" if text == "-0.00" else text
 
 
 def list_rows(lib: Library) -> list[dict[str, Any]]:

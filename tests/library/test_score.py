@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from memplace.bench.library.score import score, summary
+from memplace.bench.library.score import Score, score, summary, summary_table
 from memplace.instances.library import read_library
 
 
@@ -28,6 +28,17 @@ def test_best_known_scores_its_own_speedup_and_zero_gap(small_library, tmp_path)
         assert s.speedup == s.entry.default["objective"] / s.entry.best["objective"]
         assert s.gap(s.entry.best["objective"]) == 0.0
     assert summary(scores)["packing"]["valid"] == 1
+
+
+def test_a_mean_gap_that_rounds_to_zero_prints_without_a_sign(small_library):
+    # a submission that ties the best known but for the last bits (the leaderboard's milp
+    # printed -0.00)
+    lib = read_library(small_library)
+    e = next(e for e in lib.entries if e.problem == "static")
+    tie = Score(e, "tie.json", e.best["objective"] * (1 - 1e-12))
+    assert summary([tie])["static"]["mean gap to best known %"] < 0
+    row = summary_table({"tie": [tie]}).splitlines()[-1]
+    assert "-0.00" not in row and "| 0.00 |" in row
 
 
 def test_an_invalid_solution_scores_as_the_default_and_says_why(small_library, tmp_path):
@@ -54,3 +65,17 @@ def test_score_command_prints_the_table_and_refuses_a_missing_folder(small_libra
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "not a folder of solution files" in bad.stderr
+
+
+def test_leaderboard_rescore_scores_the_submissions_already_written(small_library, tmp_path):
+    import pytest
+    from memplace.bench.library.leaderboard import leaderboard
+    from memplace.model.core.errors import MemplaceError
+    lib = read_library(small_library)
+    with pytest.raises(MemplaceError, match="no submission of compiler"):
+        leaderboard(lib, tmp_path / "none", 1.0, "all", ("static",), echo=lambda line: None,
+                    run=False)
+    ran = leaderboard(lib, tmp_path / "board", 0.5, "all", ("static",), echo=lambda line: None)
+    again = leaderboard(lib, tmp_path / "board", 0.5, "all", ("static",), echo=lambda line: None,
+                        run=False)
+    assert again == ran and "| compiler | static |" in again
