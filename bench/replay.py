@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from memplace.bench.results import moved
 from memplace.bench.store import is_ok
 from memplace.instances import load
 from memplace.model import Instance
@@ -57,13 +58,26 @@ def _instance(record: dict[str, Any], cache: dict) -> Instance | str:
         try:
             inst = load(record["instance_source"])
         except MemplaceError as exc:
-            cache[key] = f"cannot load instance: {exc}"
+            cache[key] = _moved_copy(record) or f"cannot load instance: {exc}"
         else:
             sha = record_problem(record).fingerprint(inst)
             cache[key] = inst if sha == record["instance_sha256"] else (
                 f"instance {record['instance_source']} changed since the run "
                 f"(sha256 {sha[:12]}, recorded {record['instance_sha256'][:12]})")
     return cache[key]
+
+
+def _moved_copy(record: dict[str, Any]) -> Instance | None:
+    """The recorded instance in this checkout when the file the run read is gone (see
+    `results.moved`), if its fingerprint is the recorded one."""
+    for source in moved(record["instance_source"]):
+        try:
+            inst = load(source)
+        except MemplaceError:
+            continue
+        if record_problem(record).fingerprint(inst) == record["instance_sha256"]:
+            return inst
+    return None
 
 
 def _problem(inst: Instance, record: dict[str, Any]) -> str | None:

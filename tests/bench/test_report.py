@@ -168,3 +168,20 @@ def test_an_instance_file_of_a_checkout_gone_is_found_in_this_one_by_its_fingerp
     rec = record(inst, gone, "compiler", 0, 1.0, [[0.001, 1, 1.0]], [0] * inst.n_tensors)
     assert Results([rec]).instance(inst.name).fingerprint() == inst.fingerprint()
     assert Results([dict(rec, instance_sha256="0" * 64)]).instance(inst.name) is None
+
+
+def test_validate_results_rechecks_a_run_whose_checkout_is_gone():
+    # the same move as the report's: validate-results finds the recorded file in this
+    # checkout by its fingerprint, and a record whose fingerprint matches no file here
+    # is still a finding that names the missing file
+    from pathlib import Path
+    from memplace.bench.replay import recheck
+    from memplace.solvers import solve
+    tail = Path("instances/library/memplace-lib-2/instances/xla-mlp@nnpi.json")
+    inst = Instance.from_file(Path(__file__).resolve().parents[2] / tail)
+    sol = solve(inst, "compiler")
+    gone = str(Path("/nowhere/wt-gone") / tail)
+    rec = record(inst, gone, "compiler", 0, sol.latency, [[0.001, 1, sol.latency]], list(sol.placement))
+    assert recheck([rec]) == (1, [])
+    checked, findings = recheck([dict(rec, instance_sha256="0" * 64)])
+    assert checked == 1 and "wt-gone" in str(findings[0])
