@@ -106,7 +106,8 @@ def verify_command(version: str) -> None:
 @click.option("--no-certify", is_flag=True, help="skip refreshing the closed-form and LP-dual bounds")
 @click.option("--certify-only", is_flag=True, help="only refresh the closed-form and LP-dual bounds")
 @click.option("--lp-model", "lp_models", multiple=True,
-              type=click.Choice(["static-milp", "residency-relaxation", "residency-access"]),
+              type=click.Choice(["static-milp", "residency-relaxation", "residency-access",
+                                 "residency-relaxation-capped"]),
               help="LP models the refresh solves (repeatable; default: each problem's)")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,
                     max_ops: int | None, seeds: int, scheduler: str | None,
@@ -128,6 +129,46 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
     found = improve(lib, time_limit, chosen, scheduler, seeds, echo=click.echo,
                     solvers=per_problem, certify=not no_certify, models=lp_models or None)
     click.echo(f"{found} improvements recorded in {lib.folder}")
+
+
+@lib_group.command("bounds")
+@LIB_OPTION
+@click.option("--time-limit", type=float, default=400.0, show_default=True,
+              help="seconds per certificate LP task")
+@click.option("--entry", "entries", multiple=True, help="entry id or instance name (repeatable)")
+@click.option("--max-ops", type=int, default=None, help="only entries of at most this many ops")
+@click.option("--min-gap", type=float, default=None,
+              help="only entries whose certified gap is above this (percent)")
+@click.option("--lp-model", "lp_models", multiple=True,
+              type=click.Choice(["residency-relaxation", "residency-access", "residency-relaxation-capped"]),
+              help="LP models to solve (repeatable; default: every residency one)")
+@click.option("--certificates", type=click.Path(file_okay=False), default=None,
+              help="write the new certificates (gzipped JSON) into this folder")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="also write the table (Markdown) to this file")
+def bounds_command(version: str, time_limit: float, entries: tuple[str, ...], max_ops: int | None,
+                   min_gap: float | None, lp_models: tuple[str, ...], certificates: str | None,
+                   out_file: str | None) -> None:
+    """Solve the certificate LPs of residency entries again and print each entry's
+    certified bound and gap before and after; the library is not written."""
+    from memplace.bench.library.rebound import rebound
+    from memplace.bench.library.tables import markdown
+    from memplace.solvers.certificate import lp_models as models_of
+    if time_limit <= 0:
+        raise MemplaceError(f"--time-limit must be > 0 seconds, got {time_limit}")
+    lib = _read(version)
+    chosen = [lib.entry(e) for e in entries] if entries else list(lib.entries)
+    chosen = [e for e in chosen if e.problem == "residency"
+              and (max_ops is None or e.ops <= max_ops)
+              and (min_gap is None or e.certified_gap is None or 100 * e.certified_gap > min_gap)]
+    rows = rebound(lib, chosen, time_limit, lp_models or models_of("residency"),
+                   Path(certificates) if certificates else None, echo=click.echo)
+    text = markdown(rows)
+    click.echo(text, nl=False)
+    if out_file:
+        Path(out_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_file).write_text(f"{lib.name}: 'memplace lib bounds {' '.join(sys.argv[3:])}'\n\n"
+                                  + text, encoding="utf-8")
 
 
 @lib_group.command("add")

@@ -61,7 +61,10 @@ BOUND_KINDS: dict[str, tuple[bool, str]] = {
                       "reduced costs of the right sign on unbounded columns bounds the LP); the "
                       "residency access relaxation (memplace.solvers.residency.machinery.access_bound) also "
                       "stores the ceiling it was built with, which must be at least the entry's "
-                      "best known latency"),
+                      "best known latency, and so does the capped relaxation (memplace.solvers."
+                      "certificate, model residency-relaxation-capped: the residency relaxation's "
+                      "LP with its interval columns capped by that ceiling, so any dual vector "
+                      "proves a bound)"),
     "peak-live": (True, "packing: the largest total size of buffers alive at one time; verify "
                         "recomputes it from the buffers"),
     "branch-and-bound": (False, "HiGHS's proven dual bound of a MILP after branch and bound: "

@@ -428,7 +428,9 @@ class _Formulation:
             wl = -1
             wcols = [(int(x[t, l]), inst.size[t] / cap) for t in weights if x[t, l] >= 0]
             if wcols:
-                wl = b.col(0.0, INF)
+                # at most every weight's share (x <= 1): a finite bound the LP implies,
+                # so a dual vector needs no infinite term there (certificate.py)
+                wl = b.col(0.0, sum(v for _, v in wcols) * (1 + 1e-9))
                 b.row([(wl, 1.0)] + [(c, -v) for c, v in wcols], 0.0, 0.0)
             for j in range(n):
                 if j % 256 == 0:

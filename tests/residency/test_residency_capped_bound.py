@@ -1,0 +1,72 @@
+"""The capped relaxation (`solvers/certificate.py`, model residency-relaxation-capped) is a
+lower bound: its weak-duality figure, from HiGHS's interior-point duals or from any other
+dual vector, is never above the optimum found by exhaustive search on random tiny
+instances (with the ceiling at that optimum, the tightest a check accepts); never above
+a valid latency on committed programs; and it needs a ceiling at least a valid latency."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memplace.instances import load
+from memplace.model import Instance
+from memplace.model.residency import lower_bound
+from memplace.solvers import solve
+from memplace.solvers.certificate import CAPPED_MODEL, _capped, _weak_duality, check_lp_dual, lp_dual
+from randominst import random_instance_dict
+from residency_exhaustive import exhaustive_optimum
+
+
+def _tiny(seed: int) -> Instance:
+    rng = np.random.default_rng(seed)
+    data = random_instance_dict(seed, n_ops=int(rng.integers(3, 5)), n_tensors=3,
+                                n_levels=int(rng.integers(2, 4)), tight=float(rng.choice([0.5, 1.0, 2.0])))
+    for level in data["hardware"]["levels"]:
+        if rng.random() < 0.5:  # copies slower or faster than accesses
+            level["copy_bandwidth"] = level["bandwidth"] * float(rng.choice([0.05, 0.3, 1.0, 3.0]))
+    return Instance.from_dict(data)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_capped_bound_is_at_most_the_exhaustive_optimum(seed):
+    inst = _tiny(seed)
+    best = exhaustive_optimum(inst)
+    assert np.isfinite(best)
+    cert = lp_dual(inst, CAPPED_MODEL, 60, ceiling=best)
+    assert cert is not None
+    assert cert["bound"] <= best * (1 + 1e-9)
+    assert check_lp_dual(inst, cert, valid_latency=best) == pytest.approx(cert["bound"], rel=1e-12)
+    # any dual vector proves a bound, and none proves more than the optimum
+    *arrays, scale = _capped(inst, best)
+    rng = np.random.default_rng(seed)
+    for spread in (0.1, 1.0, 10.0):
+        y = rng.normal(0.0, spread, arrays[3].size)
+        assert _weak_duality(*arrays, y) * scale <= best * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("name", ["resnet50@nnpi", "zoo/mobilenet-v3-small@nnpi"])
+def test_committed_programs_capped_bound_is_below_valid_latencies(name):
+    inst = load(name, problem="residency")
+    valid = solve(inst, "compiler", time_limit=None, problem="residency").latency
+    cert = lp_dual(inst, CAPPED_MODEL, 120, ceiling=valid)
+    assert cert is not None and cert["bound"] <= valid
+    if name == "zoo/mobilenet-v3-small@nnpi":  # where copies and capacity over time decide it
+        assert cert["bound"] > 2 * lower_bound(inst)
+
+
+def test_capped_certificate_needs_a_valid_ceiling_and_proves_no_more():
+    inst = load("resnet50@edge-tpu", "residency")
+    valid = solve(inst, "msa", problem="residency").latency
+    cert = lp_dual(inst, CAPPED_MODEL, 60, ceiling=valid)
+    assert cert is not None and cert["ceiling"] == valid and 0 < cert["bound"] <= valid
+    assert check_lp_dual(inst, cert, valid_latency=valid * 1.01) == -math.inf
+    assert check_lp_dual(inst, cert) == -math.inf
+    rng = np.random.default_rng(1)
+    bad = dict(cert, value=(np.array(cert["value"]) * rng.uniform(0.5, 1.5, len(cert["value"]))).tolist())
+    assert check_lp_dual(inst, bad, valid_latency=valid) <= cert["bound"] * (1 + 1e-9)
+    assert check_lp_dual(inst, dict(cert, rows=cert["rows"] + 1), valid_latency=valid) == -math.inf
