@@ -141,7 +141,8 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
               help="only entries whose certified gap is above this (percent)")
 @click.option("--lp-model", "lp_models", multiple=True,
               type=click.Choice(["residency-relaxation", "residency-access", "residency-relaxation-capped"]),
-              help="LP models to solve (repeatable; default: every residency one)")
+              help="LP models to solve (repeatable; default: the two whose ceiling is the best "
+                   "known, residency-access and residency-relaxation-capped)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,
               help="write the new certificates (gzipped JSON) into this folder")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
@@ -153,7 +154,7 @@ def bounds_command(version: str, time_limit: float, entries: tuple[str, ...], ma
     certified bound and gap before and after; the library is not written."""
     from memplace.bench.library.rebound import rebound
     from memplace.bench.library.tables import markdown
-    from memplace.solvers.certificate import lp_models as models_of
+    from memplace.solvers.certificate import CEILING_MODELS
     if time_limit <= 0:
         raise MemplaceError(f"--time-limit must be > 0 seconds, got {time_limit}")
     lib = _read(version)
@@ -161,7 +162,7 @@ def bounds_command(version: str, time_limit: float, entries: tuple[str, ...], ma
     chosen = [e for e in chosen if e.problem == "residency"
               and (max_ops is None or e.ops <= max_ops)
               and (min_gap is None or e.certified_gap is None or 100 * e.certified_gap > min_gap)]
-    rows = rebound(lib, chosen, time_limit, lp_models or models_of("residency"),
+    rows = rebound(lib, chosen, time_limit, lp_models or CEILING_MODELS,
                    Path(certificates) if certificates else None, echo=click.echo)
     text = markdown(rows)
     click.echo(text, nl=False)

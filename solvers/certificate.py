@@ -125,67 +125,16 @@ def _access_dual(instance: Instance, time_limit: float | None,
     return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
 
 
-def _capped(instance: Instance, ceiling: float, deadline: float = math.inf):
-    """The capped relaxation (`CAPPED_MODEL`) as arrays: `relaxation.formulate`'s LP with
-    every interval column E[k] capped by `ceiling` (seconds, a valid latency), so that
-    every column has finite bounds and any dual vector proves a bound (`_weak_duality`).
-    Returns (cost, col_lo, col_hi, row_lo, row_hi, rows, cols, values, scale)."""
-    rel = relaxation.formulate(instance, binary_starts=False, binary_holds=False, deadline=deadline)
-    b = rel.builder
-    hi = np.asarray(b.hi, np.float64)
-    hi[:instance.n_ops] = np.maximum(ceiling / rel.scale * (1 + 1e-6), np.asarray(b.lo[:instance.n_ops]))
-    return (np.asarray(b.cost, np.float64), np.asarray(b.lo, np.float64), hi,
-            np.asarray(b.rlo, np.float64), np.asarray(b.rhi, np.float64), np.asarray(b.r, np.int64),
-            np.asarray(b.c, np.int64), np.asarray(b.v, np.float64), rel.scale)
-
-
-def _weak_duality(cost, lo, hi, rlo, rhi, r, c, v, y: np.ndarray) -> float:
-    """min c x over rlo <= A x <= rhi, lo <= x <= hi is at least
-    sum_r y_r * (rlo_r if y_r > 0 else rhi_r) + sum_j min(d_j lo_j, d_j hi_j), d = c - A'y,
-    for every y (a dual of the wrong sign on a one-sided row is taken as 0, still a dual
-    vector); -inf when a column with a nonzero reduced cost has an infinite bound."""
-    y = np.asarray(y, np.float64).copy()
-    y[(y > 0) & ~np.isfinite(rlo)] = 0.0
-    y[(y < 0) & ~np.isfinite(rhi)] = 0.0
-    d = cost - np.bincount(c, weights=v * y[r], minlength=cost.size)
-    used = y != 0
-    with np.errstate(invalid="ignore"):
-        total = float(np.sum(y[used] * np.where(y[used] > 0, rlo[used], rhi[used])))
-        cols = np.where(d > 0, d * lo, np.where(d < 0, d * hi, 0.0))
-    if not np.isfinite(cols).all():
-        return -math.inf
-    return total + float(np.sum(cols))
-
-
 def _capped_dual(instance: Instance, time_limit: float | None,
                  ceiling: float | None) -> dict[str, Any] | None:
-    """The capped relaxation's certificate: row duals of HiGHS's interior point method
-    (no crossover: any dual vector is a certificate here, an approximate one included),
-    and the ceiling the model was built with."""
-    import time
-    from memplace.solvers.highs import column_lp
+    """The capped relaxation's certificate: the row duals of HiGHS's interior point method
+    (`relaxation.solve_capped`) and the ceiling the model was built with."""
     if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
         return None
-    began = time.perf_counter()
-    deadline = math.inf if time_limit is None else began + time_limit
-    try:
-        cost, lo, hi, rlo, rhi, r, c, v, _ = _capped(instance, ceiling, deadline)
-    except relaxation.BuildTimeout:
+    got = relaxation.solve_capped(instance, ceiling, time_limit)
+    if got.duals is None:
         return None
-    order = np.lexsort((r, c))
-    start = np.zeros(cost.size + 1, np.int64)
-    np.cumsum(np.bincount(c, minlength=cost.size), out=start[1:])
-    lp = column_lp(cost, lo, hi, rlo, rhi, start, r[order], v[order], None, relax=True)
-    left = None if time_limit is None else max(0.05, deadline - time.perf_counter())
-    h = new_highs(1, 0, left)
-    h.setOptionValue("solver", "ipm")
-    h.setOptionValue("run_crossover", "off")
-    h.passModel(lp)
-    h.run()
-    solution = h.getSolution()
-    if not solution.dual_valid:
-        return None
-    cert = _sparse(np.asarray(solution.row_dual, np.float64), CAPPED_MODEL, ceiling=float(ceiling))
+    cert = _sparse(got.duals, CAPPED_MODEL, ceiling=float(ceiling))
     cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
     return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
 
@@ -286,11 +235,11 @@ def _check_capped(instance: Instance, certificate: dict[str, Any],
     ceiling = float(certificate.get("ceiling", math.nan))
     if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
         return -math.inf
-    *arrays, scale = _capped(instance, ceiling)
-    y = _dual_vector(certificate, arrays[3].size)
+    lp = relaxation.capped_lp(instance, ceiling)
+    y = _dual_vector(certificate, lp.rlo.size)
     if y is None:
         return -math.inf
-    bound = _weak_duality(*arrays, y) * scale
+    bound = relaxation.weak_duality(lp, y)
     if not math.isfinite(bound):
         return -math.inf
     return bound * (1 - MARGIN) if bound > 0 else bound

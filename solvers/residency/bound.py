@@ -8,7 +8,11 @@ stronger bound and windows that keep the capacity); the bound is the larger of t
 and of the model's closed-form bounds (`model/residency/bounds.py`). Before them the
 access relaxation (`access_bound.py`, an LP linear in the accesses and live ranges) runs
 with `ACCESS_SHARE` of the time; where the MILP has more than `MAX_COLUMNS` columns
-(synth-10000) it is not built and the access relaxation gets all the time.
+(synth-10000) it is not built and the access relaxation gets all the time. Where it has
+more than `CAPPED_COLUMNS` (its root LP would not solve by simplex in time), the capped
+LP (`relaxation.solve_capped`: the MILP's LP by interior point, its interval columns capped
+by the best valid latency so far, its bound recomputed from the duals) runs next with
+`CAPPED_SHARE` of the time left.
 
 Each integral point names homes, the level serving every access and where copies move;
 `windows_of` turns it into windows (runs of accesses served by one window, a prefetch
@@ -35,7 +39,8 @@ from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.machinery.access_bound import access_bound
 from memplace.solvers.residency.machinery.relaxation import (BOUND_MARGIN, BuildTimeout, Relaxation,
                                                              estimated_columns, formulate,
-                                                             solve_relaxation, tensor_accesses)
+                                                             solve_capped, solve_relaxation,
+                                                             tensor_accesses)
 from memplace.solvers.residency.machinery.starts import finish_seconds, msa_solution, static_homes
 
 ON = 0.5  # a binary is 1 above this
@@ -46,6 +51,11 @@ ACCESS_SHARE = 0.3  # of the time left after msa, for the access relaxation when
 # The access relaxation is not built beyond this many accesses: synth-10000's 30,409 took
 # 1.25 GB and 113 s (loaded machine); ten times that would not fit in 8 GB
 ACCESS_MAX_ACCESSES = 100_000
+# Above this many (estimated) columns the MILP's root LP does not solve by simplex in the
+# time a run has (the XLA programs: 74,000-106,000), so the capped LP (relaxation.py's
+# `solve_capped`, by interior point) runs first with CAPPED_SHARE of the time left
+CAPPED_COLUMNS = 40_000
+CAPPED_SHARE = 0.6
 
 
 def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[Window]]:
@@ -252,6 +262,16 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
         got = access_bound(inst, best.latency, None if time_limit is None else share, threads, seed)
         notes["access"] = {"bound": got.bound, "status": got.status,
                            "seconds": round(got.seconds, 3), "model": got.stats}
+        if got.bound > bound:
+            bound = got.bound
+            proved(bound)
+    # The capped LP by interior point where the MILP's root would not solve in time; its
+    # ceiling is the best valid latency so far
+    if CAPPED_COLUMNS < estimated_columns(inst) <= MAX_COLUMNS and deadline - time.perf_counter() > 1:
+        left = deadline - time.perf_counter()
+        got = solve_capped(inst, best.latency, None if time_limit is None else left * CAPPED_SHARE,
+                           threads, seed)
+        notes["capped"] = {"bound": got.bound, "status": got.status, "seconds": round(got.seconds, 3)}
         if got.bound > bound:
             bound = got.bound
             proved(bound)

@@ -16,7 +16,8 @@ from memplace.instances import load
 from memplace.model import Instance
 from memplace.model.residency import lower_bound
 from memplace.solvers import solve
-from memplace.solvers.certificate import CAPPED_MODEL, _capped, _weak_duality, check_lp_dual, lp_dual
+from memplace.solvers.certificate import CAPPED_MODEL, check_lp_dual, lp_dual
+from memplace.solvers.residency.machinery.relaxation import capped_lp, weak_duality
 from randominst import random_instance_dict
 from residency_exhaustive import exhaustive_optimum
 
@@ -42,11 +43,11 @@ def test_capped_bound_is_at_most_the_exhaustive_optimum(seed):
     assert cert["bound"] <= best * (1 + 1e-9)
     assert check_lp_dual(inst, cert, valid_latency=best) == pytest.approx(cert["bound"], rel=1e-12)
     # any dual vector proves a bound, and none proves more than the optimum
-    *arrays, scale = _capped(inst, best)
+    lp = capped_lp(inst, best)
     rng = np.random.default_rng(seed)
     for spread in (0.1, 1.0, 10.0):
-        y = rng.normal(0.0, spread, arrays[3].size)
-        assert _weak_duality(*arrays, y) * scale <= best * (1 + 1e-9)
+        y = rng.normal(0.0, spread, lp.rlo.size)
+        assert weak_duality(lp, y) <= best * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("name", ["resnet50@nnpi", "zoo/mobilenet-v3-small@nnpi"])
@@ -70,3 +71,14 @@ def test_capped_certificate_needs_a_valid_ceiling_and_proves_no_more():
     bad = dict(cert, value=(np.array(cert["value"]) * rng.uniform(0.5, 1.5, len(cert["value"]))).tolist())
     assert check_lp_dual(inst, bad, valid_latency=valid) <= cert["bound"] * (1 + 1e-9)
     assert check_lp_dual(inst, dict(cert, rows=cert["rows"] + 1), valid_latency=valid) == -math.inf
+
+
+def test_bound_runs_the_capped_lp_where_the_milp_is_large(monkeypatch):
+    from memplace.solvers.residency import bound as bound_module
+    monkeypatch.setattr(bound_module, "CAPPED_COLUMNS", 0)  # resnet50@nnpi's MILP counts as large
+    inst = load("resnet50@nnpi", problem="residency")
+    valid = solve(inst, "compiler", time_limit=None, problem="residency").latency
+    res = bound_module.bound_and_incumbent(inst, time_limit=60, seeds=False)
+    capped = res.notes["capped"]
+    assert math.isfinite(capped["bound"]) and capped["bound"] <= valid
+    assert res.bound >= capped["bound"] and res.bound <= res.solution.latency

@@ -528,3 +528,101 @@ def solve_relaxation(model: Relaxation, time_limit: float | None, gap: float = 1
     floor = model.instance.compute_floor()
     bound = max(bound * (1 - BOUND_MARGIN), floor) if math.isfinite(bound) else floor
     return Outcome(bound, values, status, int(info.mip_node_count), seconds)
+
+
+@dataclass
+class CappedLP:
+    """`formulate`'s LP without binaries, every interval column E[k] capped by a valid
+    latency: min cost'x over rlo <= A x <= rhi, lo <= x <= hi (A as row, column, value
+    triplets), every bound of x finite; `scale` turns its objective into seconds."""
+
+    cost: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    rlo: np.ndarray
+    rhi: np.ndarray
+    r: np.ndarray
+    c: np.ndarray
+    v: np.ndarray
+    scale: float
+
+
+def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> CappedLP:
+    """The capped relaxation of `inst`. Why it is a relaxation of every solution at least
+    as good as one of latency `ceiling` (seconds): such a solution maps to a point of
+    `formulate`'s model (module docstring) with E[k] = elapsed_k + wait_{k+1} <= its
+    latency <= ceiling, so capping E[k] there cuts it off from no such point; the other
+    columns are shares in [0, 1] and each level's weight load, whose row bounds it by the
+    sum of its terms. So its minimum is a lower bound on the optimum whenever `ceiling`
+    is a valid latency, and with every column bounded any dual vector bounds the minimum
+    (`weak_duality`)."""
+    rel = formulate(inst, binary_starts=False, binary_holds=False, deadline=deadline)
+    b = rel.builder
+    lo = np.asarray(b.lo, np.float64)
+    hi = np.asarray(b.hi, np.float64)
+    n = inst.n_ops
+    hi[:n] = np.maximum(ceiling / rel.scale * (1 + 1e-6), lo[:n])  # the E columns come first
+    return CappedLP(np.asarray(b.cost, np.float64), lo, hi, np.asarray(b.rlo, np.float64),
+                    np.asarray(b.rhi, np.float64), np.asarray(b.r, np.int64),
+                    np.asarray(b.c, np.int64), np.asarray(b.v, np.float64), rel.scale)
+
+
+def weak_duality(lp: CappedLP, y: np.ndarray) -> float:
+    """The bound (seconds) any row dual vector `y` proves on the capped LP:
+    sum_r y_r * (rlo_r if y_r > 0 else rhi_r) + sum_j min(d_j lo_j, d_j hi_j), d = cost - A'y
+    (weak duality; a dual of the wrong sign on a one-sided row is taken as 0, still a dual
+    vector); -inf if a column with a nonzero reduced cost had an infinite bound."""
+    y = np.asarray(y, np.float64).copy()
+    y[(y > 0) & ~np.isfinite(lp.rlo)] = 0.0
+    y[(y < 0) & ~np.isfinite(lp.rhi)] = 0.0
+    d = lp.cost - np.bincount(lp.c, weights=lp.v * y[lp.r], minlength=lp.cost.size)
+    used = y != 0
+    with np.errstate(invalid="ignore"):
+        rows = float(np.sum(y[used] * np.where(y[used] > 0, lp.rlo[used], lp.rhi[used])))
+        cols = np.where(d > 0, d * lp.lo, np.where(d < 0, d * lp.hi, 0.0))
+    if not np.isfinite(cols).all():
+        return -INF
+    return (rows + float(np.sum(cols))) * lp.scale
+
+
+@dataclass
+class CappedBound:
+    """The capped LP's proven bound (seconds; -inf if none), its row duals, how it ended."""
+
+    bound: float
+    duals: np.ndarray | None
+    status: str
+    seconds: float
+
+
+def solve_capped(inst: Instance, ceiling: float, time_limit: float | None = None,
+                 threads: int = 1, seed: int = 0) -> CappedBound:
+    """The capped LP by HiGHS's interior point method without crossover (the simplex does
+    not finish it in minutes at 200-340 ops): its duals are approximate, which costs
+    nothing in validity since any dual vector proves a bound; the bound is recomputed from
+    them (`weak_duality`) and lowered by BOUND_MARGIN for float64 rounding."""
+    began = time.perf_counter()
+    deadline = INF if time_limit is None else began + time_limit
+    try:
+        lp = capped_lp(inst, ceiling, deadline)
+    except BuildTimeout as late:
+        return CappedBound(-INF, None, f"not built in time ({late})", time.perf_counter() - began)
+    order = np.lexsort((lp.r, lp.c))
+    start = np.zeros(lp.cost.size + 1, np.int64)
+    np.cumsum(np.bincount(lp.c, minlength=lp.cost.size), out=start[1:])
+    model = column_lp(lp.cost, lp.lo, lp.hi, lp.rlo, lp.rhi, start, lp.r[order], lp.v[order], None,
+                      relax=True)
+    left = None if time_limit is None else max(0.05, deadline - time.perf_counter())
+    h = new_highs(threads, seed, left)
+    h.setOptionValue("solver", "ipm")
+    h.setOptionValue("run_crossover", "off")
+    h.passModel(model)
+    h.run()
+    status = h.modelStatusToString(h.getModelStatus())
+    solution = h.getSolution()
+    if not solution.dual_valid:
+        return CappedBound(-INF, None, status, time.perf_counter() - began)
+    duals = np.asarray(solution.row_dual, np.float64)
+    bound = weak_duality(lp, duals)
+    bound = bound * (1 - BOUND_MARGIN) if bound > 0 else bound
+    return CappedBound(bound, duals, status, time.perf_counter() - began)
