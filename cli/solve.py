@@ -1,12 +1,16 @@
 """Commands that run solvers: `solve` and `solvers list`."""
 from __future__ import annotations
 
+import time
+
 import click
 
 from memplace.cli.values import SECONDS, SEED, microseconds
 from memplace.instances import load as load_instance
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.search import DEFAULT_PROBLEM
+
+LOAD_REPORT_S = 1.0  # a load (or a synthetic instance's generation) slower than this is reported
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -35,7 +39,10 @@ def solve_command(instance: str, solver_name: str, time_limit: float, seed: int,
     from memplace.solvers import load_kernels, solve, solver_info
     prob = problem(problem_name)
     checked = solver_info(solver_name, prob.name).check(parse_params(params))  # before loading
+    began = time.perf_counter()
     inst = load_instance(instance)
+    if time.perf_counter() - began > LOAD_REPORT_S:  # e.g. synth-100000@nnpi, built by name
+        click.echo(f"{inst.name}: loaded in {time.perf_counter() - began:.1f} s", err=True)
     load_kernels([solver_name], prob.name)  # compiled (or loaded) before the clock starts
     result = solve(inst, solver_name, time_limit=time_limit, seed=seed, problem=prob, **checked)
     slowest, baseline = (solve(inst, prob.baselines[role], time_limit=None, problem=prob).latency

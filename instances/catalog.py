@@ -189,8 +189,28 @@ def builtin_path(name: str) -> Path:
     raise _unknown("instance", name, builtin_names() + xla_names())
 
 
+SYNTHETIC_NAME = re.compile(r"(synth-[0-9]+)@([^/]+)")
+
+
+def synthetic_source(name: str) -> dict[str, Any] | None:
+    """The instance dict of `synth-N@HARDWARE` built by the generator, for any N (a
+    committed size is read from its file instead: None), or None when `name` is no such
+    name or is an existing file. A bad N or hardware is a MemplaceError naming it."""
+    match = SYNTHETIC_NAME.fullmatch(name)
+    if match is None or (DATA_DIR / f"{name}.json").is_file() or Path(name).exists():
+        return None
+    workload_name, hardware_name = match.groups()
+    if not SYNTHETIC.fullmatch(workload_name) or int(workload_name[6:]) > MAX_SYNTHETIC_OPS:
+        raise MemplaceError(f"instance {name!r}: a synthetic workload has 2 to "
+                            f"{MAX_SYNTHETIC_OPS:,} ops")
+    return build_instance(workload_name, hardware_name)
+
+
 def load(name_or_path: str | Path, problem: str = "static") -> Instance:
-    """A built-in instance by name (`resnet50@nnpi`) or an instance file by path,
-    loaded and checked by the problem (`Problem.load`)."""
+    """A built-in instance by name (`resnet50@nnpi`; `synth-N@HARDWARE` for any N, built
+    by the generator when no committed file holds it: about 7 s at 10^5 ops) or an
+    instance file by path, loaded and checked by the problem (`Problem.load`)."""
     from memplace.model.core.problem import problem as get_problem
-    return get_problem(problem).load(builtin_path(str(name_or_path)))
+    name = str(name_or_path)
+    built = synthetic_source(name)
+    return get_problem(problem).load(builtin_path(name) if built is None else built)

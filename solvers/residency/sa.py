@@ -58,8 +58,10 @@ PARAMS = {
                                        "limit instead; a budget makes the run depend only on the seed)"),
     "restarts": Param(3, int, 1, doc="anneals: from msa, from the static start, then from "
                                       "the best so far"),
-    "t_start": Param(3e-3, float, 0.0, doc="start temperature, relative to the latency"),
-    "t_end": Param(1e-6, float, 0.0, "t_start", doc="final temperature, relative to the latency"),
+    "t_start": Param(3e-3, float, 0.0, doc="start temperature, relative to the latency (on "
+                                          "programs of up to 1,000 ops: see `temperature_scale`)"),
+    "t_end": Param(1e-6, float, 0.0, "t_start", doc="final temperature, relative to the latency "
+                                                    "(as t_start)"),
     "home_rate": Param(0.1, float, 0.0, 1.0, doc="share of moves that change a home (re-home, stream)"),
     "lead": Param(4.0, float, 0.0, doc="mean extra ops a new prefetch starts ahead of its first use"),
     "seed_homes": Param("best", str, choices=HOMES, doc="homes of the msa run the search starts from"),
@@ -70,6 +72,19 @@ PARAMS = {
                     doc="the move loop: compiled (move_loop.py, Numba end to end) or python (the "
                         "reference Annealer below, one Python call per move)"),
 }
+
+
+SCALE_OPS = 1000  # programs up to this size anneal at the temperatures given
+
+
+def temperature_scale(instance: Instance) -> float:
+    """What `t_start` and `t_end` are multiplied by on this program: 1 up to `SCALE_OPS` ops,
+    then SCALE_OPS / n_ops. A move changes one window or home, so the latency it adds or
+    saves is a share of the whole that falls as 1 / n_ops; at a temperature relative to the
+    whole latency alone, a program of 10^5 ops accepted nearly every worsening move (a
+    random walk to 1.6x msa's latency at 10^4 ops before the cooling caught up, and sa at
+    10^5 ops never got back below msa's: docs/residency-scale.md)."""
+    return min(1.0, SCALE_OPS / max(1, instance.n_ops))
 
 
 class Annealer:
@@ -337,6 +352,8 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
             ctx.offer(sol)
             last[0] = time.perf_counter()
 
+    scale = temperature_scale(inst)
+    t_start, t_end = t_start * scale, t_end * scale
     best = starts[0]
     annealing = 0.0  # seconds inside the anneals (the moves' own rate, starts left out)
     moves = 0

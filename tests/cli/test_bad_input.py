@@ -462,6 +462,8 @@ def test_resume_on_a_corrupted_runs_file_refuses_and_keeps_it(runs_file, tmp_pat
     ["instances", "export", "synth-100@nnpi", "--seed", str(2**64), "-o", "x.json"],
     ["instances", "export", "synth-1000000000000@nnpi", "-o", "x.json"],
     ["instances", "export", "vgg16@nnpi", "--batch", "0", "-o", "x.json"],
+    ["solve", "synth-1@nnpi", "--problem", "residency", "-o", "x.json"],
+    ["solve", "synth-99999999999@nnpi", "--problem", "residency", "-o", "x.json"],
     ["solve", "vgg16@nnpi", "--no-such-option"],
     ["no-such-command"],
 ], ids=lambda args: " ".join(args)[:40])

@@ -120,6 +120,24 @@ def test_unknown_instance_names_it_and_close_matches():
     assert "'resnet50@npi'" in message and "resnet50@nnpi" in message
 
 
+def test_any_synthetic_size_loads_by_name_as_the_generator_builds_it():
+    inst = load("synth-321@gpu", problem="residency")
+    assert inst.name == "synth-321@gpu" and inst.n_ops == 321
+    assert inst.to_dict() == Instance.from_dict(build_instance("synth-321", "gpu")).to_dict()
+
+
+@pytest.mark.parametrize("name, says", [
+    ("synth-1@nnpi", "at least 2 ops"),
+    ("synth-10000001@nnpi", "2 to 10,000,000 ops"),
+    ("synth-1000000000000000@nnpi", "2 to 10,000,000 ops"),
+    ("synth-500@npi", "unknown hardware preset 'npi'"),
+])
+def test_bad_synthetic_names_say_what_is_wrong(name, says):
+    with pytest.raises(MemplaceError) as info:
+        load(name)
+    assert says in str(info.value)
+
+
 @pytest.mark.parametrize("name", ["resnet50@nnpi", "bert-base@edge-npu", "synth-1000@nnpi"])
 def test_slowest_latency_of_committed_instances(name):
     """Slowest placement by the spec's formula, written out: sum of max(compute, bytes/bw)."""

@@ -92,12 +92,11 @@ class Board(NamedTuple):
 def access_ops(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
     """Each tensor's distinct access ops, sorted, as (ptr, ops)."""
     i = instance
-    ops = [np.unique(i.access_op[i.tensor_access[i.tensor_ptr[t]:i.tensor_ptr[t + 1]]])
-           for t in range(i.n_tensors)]
+    owner = np.repeat(np.arange(i.n_tensors, dtype=np.int64), np.diff(i.tensor_ptr))
+    pairs = np.unique(np.stack([owner, i.access_op[i.tensor_access].astype(np.int64)]), axis=1)
     ptr = np.zeros(i.n_tensors + 1, np.int64)
-    np.cumsum([len(o) for o in ops], out=ptr[1:])
-    flat = np.concatenate(ops).astype(np.int64) if ops else np.zeros(0, np.int64)
-    return ptr, flat
+    np.cumsum(np.bincount(pairs[0], minlength=i.n_tensors), out=ptr[1:])
+    return ptr, np.ascontiguousarray(pairs[1])
 
 
 def rules_of(instance: Instance) -> Rules:
@@ -199,9 +198,20 @@ class Search(NamedTuple):
     hstate: tuple  # the simulator's state for home moves (room to guard every copy of a tensor)
 
 
-def new_search(instance: Instance, start: ResidencySolution, K: int = 2, spare: int = 256) -> Search:
-    """The compiled search's records for a valid start; its latency simulated (stats[0])."""
+def checkpoint_interval(n_ops: int) -> int:
+    """Ops between the simulator's checkpoints in the search: a tried move re-simulates up to
+    about K ops more than it must, a kept one rewrites the checkpoints after it (about
+    n_ops / K of them: their clocks shift), so K grows as the square root of the program
+    (2 up to about 1,000 ops, 8 at 10^4, 26 at 10^5)."""
+    return max(2, int(np.sqrt(n_ops) / 12))
+
+
+def new_search(instance: Instance, start: ResidencySolution, K: int | None = None,
+               spare: int = 256) -> Search:
+    """The compiled search's records for a valid start (checkpoints every K ops, default
+    `checkpoint_interval`); its latency simulated (stats[0])."""
     i = instance
+    K = checkpoint_interval(i.n_ops) if K is None else K
     rules = rules_of(i)
     slots = len(start.windows) + max(spare, int(np.diff(rules.acc_ptr).max(initial=0)) + 2)
     board = new_board(i, rules, start, slots)
@@ -255,13 +265,25 @@ def _book_window(rules, b, r, sign):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _book_all(rules, b):
-    b.load[:, :] = 0
+    """Every home and window booked (as differences at their first and past their last op,
+    summed once: a weight lives over the whole program) and linked."""
+    load = b.load
+    load[:, :] = 0
+    n = load.shape[1]
     for t in range(b.homes.shape[0]):
-        _book_home(rules, b, t, b.homes[t], 1)
+        load[b.homes[t], rules.start[t]] += rules.size[t]
+        if rules.end[t] + 1 < n:
+            load[b.homes[t], rules.end[t] + 1] -= rules.size[t]
     for s in range(b.meta[1]):
-        if b.win[s, 0] >= 0:
-            _link(b, s, b.win[s, 0])
-            _book_window(rules, b, b.win[s], 1)
+        r = b.win[s]
+        if r[0] >= 0:
+            _link(b, s, r[0])
+            load[r[1], r[2]] += rules.size[r[0]]
+            if _hold(r) + 1 < n:
+                load[r[1], _hold(r) + 1] -= rules.size[r[0]]
+    for level in range(load.shape[0]):
+        for k in range(1, n):
+            load[level, k] += load[level, k - 1]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -855,6 +877,25 @@ def _guard_copies(b, enc, guard, g, t, run, home, logged, shift):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _changed_ops(rules, b, t, logged):
+    """The first and last ops whose inputs a home move of t changes: its accesses (served by
+    the home or by windows dropped or added), and its copies before (the `logged` undo rows)
+    and after (its current windows), from the first issue to the last due. Before the first,
+    both runs are the same (t's copies, issued no earlier, sort after every copy joined
+    then); past the last, they meet once the changed copies are done (`kernels._stop_rules`).
+    A weight is live over the whole program but accessed at a few ops: its home move
+    re-simulates those ops, not the program."""
+    lo, hi = rules.acc_op[rules.acc_ptr[t]], rules.acc_op[rules.acc_ptr[t + 1] - 1]
+    for j in range(logged):
+        lo, hi = min(lo, b.undo[j, 3]), max(hi, b.undo[j, 4], b.undo[j, 7])
+    s = b.head[t]
+    while s >= 0:
+        lo, hi = min(lo, b.win[s, 2]), max(hi, b.win[s, 3], b.win[s, 6])
+        s = b.nxt[s]
+    return lo, hi
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _home_step(rules, b, sim, enc, hstate, ck, scratch, K, shift, t, lead, temperature):
     """A home move tried: 1 kept, 0 not."""
     # the undo log: home, offset and windows of t
@@ -878,8 +919,9 @@ def _home_step(rules, b, sim, enc, hstate, ck, scratch, K, shift, t, lead, tempe
         _encode_tensor(rules, b, enc, t, old_home, False, m)
         _encode_tensor(rules, b, enc, t, new_home, True, -1)
         g = _guard_copies(b, enc, guard, g, t, 0, new_home, -1, shift)
-        stop_from = rules.end[t] + 1 if g >= 0 else -1
-        c0 = rules.start[t] // K
+        lo, hi = _changed_ops(rules, b, t, m)
+        stop_from = hi + 1 if g >= 0 else -1
+        c0 = lo // K
         cur = b.stats[0]
         hstate.stop[1] = stop_from
         lat = kernels.replay_kernel(sim, enc, hstate, ck, scratch, K, c0, shift, cur, True)
