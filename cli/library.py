@@ -162,14 +162,17 @@ def bounds_command(version: str, time_limit: float, entries: tuple[str, ...], ma
     chosen = [e for e in chosen if e.problem == "residency"
               and (max_ops is None or e.ops <= max_ops)
               and (min_gap is None or e.certified_gap is None or 100 * e.certified_gap > min_gap)]
+    chosen.sort(key=lambda e: e.ops)  # the quick ones first: the table is written after each
+    command = "memplace lib bounds " + " ".join(sys.argv[3:])
+
+    def write(rows: list) -> None:  # rewritten after each entry, as memplace gap --table is
+        if out_file:
+            Path(out_file).parent.mkdir(parents=True, exist_ok=True)
+            Path(out_file).write_text(f"{lib.name}, '{command}':\n\n" + markdown(rows), encoding="utf-8")
+
     rows = rebound(lib, chosen, time_limit, lp_models or CEILING_MODELS,
-                   Path(certificates) if certificates else None, echo=click.echo)
-    text = markdown(rows)
-    click.echo(text, nl=False)
-    if out_file:
-        Path(out_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(out_file).write_text(f"{lib.name}: 'memplace lib bounds {' '.join(sys.argv[3:])}'\n\n"
-                                  + text, encoding="utf-8")
+                   Path(certificates) if certificates else None, echo=click.echo, on_row=write)
+    click.echo(markdown(rows), nl=False)
 
 
 @lib_group.command("add")

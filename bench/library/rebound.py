@@ -23,8 +23,10 @@ from memplace.instances.library import Entry, Library
 
 def rebound(lib: Library, entries: Iterable[Entry], time_limit: float,
             models: Iterable[str] | None = None, certificates: Path | None = None,
-            echo: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """One row per entry: its certified bound before and after the LPs are solved again."""
+            echo: Callable[[str], None] = print,
+            on_row: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
+    """One row per entry: its certified bound before and after the LPs are solved again
+    (`on_row` sees the rows so far after each entry)."""
     rows = []
     for e in entries:
         before = e.certified_bound
@@ -48,4 +50,6 @@ def rebound(lib: Library, entries: Iterable[Entry], time_limit: float,
                      "bound before us": figure(e, before), "bound after us": figure(e, best),
                      "by": via, "gap before %": percent(e.certified_gap), "gap after %": percent(after),
                      "within target": "yes" if after is not None and after <= TARGET_GAP else "no"})
+        if on_row is not None:
+            on_row(rows)
     return rows

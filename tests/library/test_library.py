@@ -137,3 +137,26 @@ def test_static_best_known_is_offered_to_the_residency_entry(small_library, tmp_
     assert residency.best["objective"] <= static.best["objective"] * (1 + 1e-9)
     reports, problems = verify(lib)
     assert problems == [] and [r.errors for r in reports] == [[], [], []]
+
+
+def test_bounds_command_solves_the_certificates_again_and_writes_no_library(small_library, tmp_path):
+    import subprocess
+    import sys
+    from memplace.instances.library import content_hash
+    before = content_hash(small_library)
+    entry = read_library(small_library).entry("residency/" + INSTANCE)
+    out, certs = tmp_path / "bounds.md", tmp_path / "certs"
+    done = subprocess.run([sys.executable, "-m", "memplace.cli", "lib", "bounds", "--lib", str(small_library),
+                           "--entry", entry.id, "--time-limit", "30", "--certificates", str(certs),
+                           "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in out.read_text().splitlines() if line.startswith(f"| {entry.id} |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[4]) >= float(cells[3]) * (1 - 1e-6)  # bound after >= bound before (us)
+    assert content_hash(small_library) == before  # the library is not written
+    inst = load(INSTANCE, "residency")
+    for path in certs.glob("*.json.gz"):  # every certificate written proves what it says
+        cert = json.loads(gzip.decompress(path.read_bytes()))
+        assert check_lp_dual(inst, cert, valid_latency=entry.best["objective"]) == \
+            pytest.approx(cert["bound"], rel=1e-9)
+        assert cert["bound"] <= entry.best["objective"]
