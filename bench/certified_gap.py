@@ -6,10 +6,11 @@ result validated there), within `seconds` in all:
 1. the static `milp` (`static_share` of the time): the static problem's best placement is
    a residency solution with no windows (docs/spec.md section 9), and on programs where
    the residency searches start from the compiler's homes it is the better start;
-2. `bound` (`bound_share`): the closed-form bounds, the access relaxation
-   (`solvers/residency/machinery/access_bound.py`, an LP that scales to 10^4 ops) and, where it can
-   be built, the MILP relaxation, whose incumbents are the static compiler placement,
-   msa's solution and its repaired windows;
+2. `bound` (`bound_share`): the closed-form bounds, the delivery relaxation by blocks
+   (`solvers/residency/machinery/horizon_bound.py`) and the access relaxation
+   (`access_bound.py`): LPs that scale to 10^4 ops; and, where it can be built, the MILP
+   relaxation, whose incumbents are the static compiler placement, msa's solution and its
+   repaired windows;
 3. `sa` (every second left): msa's and the static starts, then annealing.
 
 The result names the best valid solution, the best proven lower bound and the solver
@@ -100,8 +101,10 @@ def _bound_origin(notes: dict, bound: float) -> str:
     phases = [v.get("bound", 0.0) for k, v in notes.items() if k.startswith("phase") and isinstance(v, dict)]
     if max(phases, default=0.0) >= close:
         return "MILP relaxation"
-    if notes.get("access", {}).get("bound", 0.0) >= close:
-        return "access relaxation"
+    for name, origin in (("horizon", "delivery relaxation by blocks"), ("access", "access relaxation"),
+                         ("capped", "capped LP")):
+        if notes.get(name, {}).get("bound", 0.0) >= close:
+            return origin
     return "closed-form bounds"
 
 

@@ -5,14 +5,15 @@ a lower bound on the residency optimum (the argument is in `relaxation.py`). Two
 are solved in turn: first without the start binaries of prefetch windows (a third of
 the time; quick, and often already tight), then with them (exact occupancies: a
 stronger bound and windows that keep the capacity); the bound is the larger of the two
-and of the model's closed-form bounds (`model/residency/bounds.py`). Before them the
-access relaxation (`access_bound.py`, an LP linear in the accesses and live ranges) runs
-with `ACCESS_SHARE` of the time; where the MILP has more than `MAX_COLUMNS` columns
-(synth-10000) it is not built and the access relaxation gets all the time. Where it has
-more than `CAPPED_COLUMNS` (its root LP would not solve by simplex in time), the capped
-LP (`relaxation.solve_capped`: the MILP's LP by interior point, its interval columns capped
-by the best valid latency so far, its bound recomputed from the duals) runs next with
-`CAPPED_SHARE` of the time left.
+and of the model's closed-form bounds (`model/residency/bounds.py`). Before them two LPs
+linear in the accesses and live ranges run with `ACCESS_SHARE` of the time: the horizon
+bound (`horizon_bound.py`: the delivery relaxation of `delivery_bound.py` by blocks of the
+schedule, `HORIZON_SHARE` of it), then the access relaxation (`access_bound.py`); where
+the MILP has more than `MAX_COLUMNS` columns (synth-10000) it is not built and the two
+LPs get all the time. Where it has more than `CAPPED_COLUMNS` (its root LP would not
+solve by simplex in time), the capped LP (`relaxation.solve_capped`: the MILP's LP by
+interior point, its interval columns capped by the best valid latency so far, its bound
+recomputed from the duals) runs next with `CAPPED_SHARE` of the time left.
 
 Each integral point names homes, the level serving every access and where copies move;
 `windows_of` turns it into windows (runs of accesses served by one window, a prefetch
@@ -37,6 +38,7 @@ from memplace.model.residency import ResidencySolution, Window, producer_of, sim
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.residency.machinery.access_bound import access_bound
+from memplace.solvers.residency.machinery.horizon_bound import horizon_bound
 from memplace.solvers.residency.machinery.relaxation import (BOUND_MARGIN, BuildTimeout, Relaxation,
                                                              estimated_columns, formulate,
                                                              solve_capped, solve_relaxation,
@@ -56,6 +58,7 @@ ACCESS_MAX_ACCESSES = 100_000
 # `solve_capped`, by interior point) runs first with CAPPED_SHARE of the time left
 CAPPED_COLUMNS = 40_000
 CAPPED_SHARE = 0.6
+HORIZON_SHARE = 0.6  # of the time for the LPs, for the horizon bound (it runs first)
 
 
 def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[Window]]:
@@ -252,19 +255,24 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
     notes["closed_form_bound"] = bound
     incumbent = None
     big = estimated_columns(inst) > MAX_COLUMNS
-    # The access relaxation (access_bound.py): an LP that scales; all the time when the
-    # MILP is too large to build, else a share of it.
-    left = deadline - time.perf_counter()
-    if int(inst.op_ptr[-1]) > ACCESS_MAX_ACCESSES:
-        notes["access"] = {"model": f"not built: {int(inst.op_ptr[-1])} accesses > {ACCESS_MAX_ACCESSES}"}
-    elif left > 0.05:
-        share = left if big else left * ACCESS_SHARE
-        got = access_bound(inst, best.latency, None if time_limit is None else share, threads, seed)
-        notes["access"] = {"bound": got.bound, "status": got.status,
+    # The horizon bound (horizon_bound.py: the delivery relaxation, which follows where
+    # prefetched bytes wait, by blocks of the schedule), then the access relaxation
+    # (access_bound.py): LPs that scale; all the time when the MILP is too large to build,
+    # else a share of it.
+    lps = deadline - time.perf_counter()
+    lps = lps if big else lps * ACCESS_SHARE
+    lps_end = time.perf_counter() + lps
+    for name, run, share in (("horizon", horizon_bound, HORIZON_SHARE), ("access", access_bound, 1.0)):
+        left = lps_end - time.perf_counter()
+        if int(inst.op_ptr[-1]) > ACCESS_MAX_ACCESSES:
+            notes[name] = {"model": f"not built: {int(inst.op_ptr[-1])} accesses > {ACCESS_MAX_ACCESSES}"}
+        elif left > 0.05:
+            got = run(inst, best.latency, None if time_limit is None else left * share, threads, seed)
+            notes[name] = {"bound": got.bound, "status": got.status,
                            "seconds": round(got.seconds, 3), "model": got.stats}
-        if got.bound > bound:
-            bound = got.bound
-            proved(bound)
+            if got.bound > bound:
+                bound = got.bound
+                proved(bound)
     # The capped LP by interior point where the MILP's root would not solve in time; its
     # ceiling is the best valid latency so far
     if CAPPED_COLUMNS < estimated_columns(inst) <= MAX_COLUMNS and deadline - time.perf_counter() > 1:

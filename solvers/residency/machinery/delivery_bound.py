@@ -1,0 +1,443 @@
+"""The delivery relaxation: the access relaxation plus where prefetched bytes wait, a lower bound.
+
+The access relaxation (`access_bound.py`) charges a prefetch window to fast memory only
+from the first access it serves: the steps between its copy's issue and that access,
+when the window already holds its level's space, are free. On programs whose weights
+do not fit the fast levels (synth-1000@nnpi: 85 MiB of weights, 28 MiB of SRAM and LLC)
+that is what the optimum pays for: a 2 MiB weight takes 31 µs to cross DRAM's channel,
+about fifteen ops, and holds half of SRAM all that time; so the relaxation served every
+access at SRAM speed and proved no more than the closed-form bounds. This LP follows,
+per channel and fast level, the bytes delivered so far (a fluid schedule of the channel,
+cumulative, step by step): what is delivered must be there by its due op, the channel
+delivers at most its idle time's worth in each interval, and what is delivered but not
+yet due sits in the fast level, so it counts against that level's capacity.
+
+Columns (fractions; times in units of `scale` seconds; bytes on channel h in units of
+`copy_bandwidth_h * scale`, i.e. channel time), for tensor t with accesses
+i = 0..m-1 at ops k_0 < ... < k_{m-1} and pairs (l, h), l < h, of levels t fits:
+
+    y[t, h]          t is homed in h (sum_h y = 1)
+    w[t, i, l, h]    access i of the part of t homed in h is served by a window in l
+                     (sum_l w[t, i, l, h] <= y[t, h]; the rest is served by the home)
+    c[t, i, l, h]    i >= 1: accesses i - 1 and i are served by one window in l
+                     (c <= w[t, i - 1, l, h], c <= w[t, i, l, h])
+    f[t, i, l, h]    a prefetch from h into l first serves access i:
+                     f >= w[t, i, l, h] - c[t, i, l, h] (i >= 1, or i = 0 without producer)
+    e[t, h]          t (with a producer) is evicted to h:
+                     e >= w[t, 0, l, h] - c[t, i, l, h] for every l and i >= 1
+    E[k]             interval k: op k's run and the wait before op k + 1 (E >= compute_k)
+    I[h, k]          channel h's idle time in interval k: E[k] - op k's accesses served by h
+    N[h, l, k]       channel time of the prefetches h -> l due by op k + 1 (their f summed,
+                     weighted by size / copy_bandwidth_h): N[k] - N[k-1] = those due at k + 1
+    D[h, l, k]       channel time of the prefetches h -> l delivered by the end of interval k:
+                     D[k] >= N[k], D[k] >= D[k-1], sum_l (D[h, l, k] - D[h, l, k-1]) <= I[h, k]
+
+    E[k] >= memory time of op k (each access at the bandwidth of the level serving it)
+    window rows (as the access relaxation): over a span [A, B) of intervals, the idle time
+        of h covers the copy time of every f and e on h that can only move inside it
+    capacity of level l at step j: homes live at j + windows serving an access at j (w)
+        + windows kept between two accesses (c)
+        + sum_h (D[h, l, j] - N[h, l, j - 1]) * copy_bandwidth_h * scale   <= capacity_l
+    minimise sum_k E[k]
+
+Why every valid solution is a feasible point whose objective is its latency: steps 1-5
+of `access_bound.py`'s argument map it to y, w, c, f, e, E, I (u there is y - sum_l w here)
+and show every row but the delivery ones holds; for those, set D[h, l, k] to the bytes
+(as channel time) that the copies of the prefetch windows counted by f (h -> l) have moved
+by the end of interval k, and N as defined.
+
+6. A prefetch window first serving access i has `first <= k_i`, and its copy completes
+   before op `first` runs, so by the end of interval k_i - 1: D[k] >= N[k]. Cumulative
+   bytes never fall: D[k] >= D[k - 1]. In interval k channel h moves at most
+   copy_bandwidth_h * (its idle time there) bytes over all its copies (section 11): the
+   channel row (copies not counted by f only add to the true left-hand side).
+7. At step j, D[h, l, j] - N[h, l, j - 1] is the part moved by the end of interval j of
+   the copies h -> l whose window first serves an access at an op > j (those due at ops
+   <= j are complete, and counted whole in both). Each such copy has moved, so it was
+   issued before an op <= j: its window occupies step j (start <= j < k_i <= last), with
+   its whole size, at least the part moved. That window serves no access at an op <= j
+   (the first access it serves is later), so the capacity row's w and c terms, which
+   count at j only windows serving an access at j or kept between two accesses around j,
+   do not count it: no window is counted twice, and the row's left-hand side stays at
+   most the true load of l at j.
+
+So min <= latency for every valid solution. The bound is recomputed from the row duals
+by weak LP duality (`dual_bound`: every column has finite bounds, E and I capped at a
+known valid latency, N and D at the total channel time of all copies), so the row dual
+vector is a certificate anyone can re-check with one sparse product.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memplace.model import Instance, latency
+from memplace.solvers.highs import column_lp, new_highs
+
+INF = math.inf
+SPAN_SCALES = (4, 32, 256, 2048)  # grid steps G of the window rows' spans [A, A + 2G)
+MARGIN = 1e-7  # relative: float64 sums over millions of terms stay far below it
+
+
+class Rows:
+    """A sparse LP built row by row, columns appended as they are made (coordinate lists)."""
+
+    def __init__(self) -> None:
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+        self.cost: list[float] = []
+        self.r: list[int] = []
+        self.c: list[int] = []
+        self.v: list[float] = []
+        self.rlo: list[float] = []
+        self.rhi: list[float] = []
+
+    def col(self, lo: float = 0.0, hi: float = 1.0, cost: float = 0.0) -> int:
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.cost.append(cost)
+        return len(self.lo) - 1
+
+    def row(self, terms: list[tuple[int, float]], lo: float = -INF, hi: float = INF) -> int:
+        n = len(self.rlo)
+        self.r += [n] * len(terms)
+        self.c += [col for col, _ in terms]
+        self.v += [val for _, val in terms]
+        self.rlo.append(lo)
+        self.rhi.append(hi)
+        return n
+
+    def arrays(self) -> "LpArrays":
+        return LpArrays(np.asarray(self.cost, np.float64), np.asarray(self.lo, np.float64),
+                        np.asarray(self.hi, np.float64), np.asarray(self.rlo, np.float64),
+                        np.asarray(self.rhi, np.float64), np.asarray(self.r, np.int64),
+                        np.asarray(self.c, np.int64), np.asarray(self.v, np.float64))
+
+
+@dataclass
+class LpArrays:
+    """min cost x, rlo <= A x <= rhi, lo <= x <= hi; A in coordinates (r, c, v)."""
+
+    cost: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    rlo: np.ndarray
+    rhi: np.ndarray
+    r: np.ndarray
+    c: np.ndarray
+    v: np.ndarray
+
+
+@dataclass
+class DeliveryModel:
+    """The LP of one instance (module docstring)."""
+
+    instance: Instance
+    scale: float  # seconds per model time unit
+    lp: LpArrays
+    homes: np.ndarray  # (T, L) column of y[t, l], -1 where not built (t does not fit l, or
+    #                    has no access in the block)
+    stats: dict = field(default_factory=dict)
+
+
+class _Builder:
+    """Per-op and per-step term lists filled tensor by tensor, turned into rows at the end.
+
+    With `ops = (lo, hi)` it builds the model of the intervals lo .. hi - 1 alone (the
+    block relaxation of `horizon_bound.py`): only accesses at those ops, a window may be
+    carried in from before lo (it then occupies every step from lo to the first access it
+    serves, and its copy, if any, is not charged), the delivery rows start with any
+    amount already delivered (it waits in fast memory like any other), and a copy is
+    charged to a span only if its earliest issue and its due op both lie in the block."""
+
+    def __init__(self, inst: Instance, scale: float, ceiling: float,
+                 ops: tuple[int, int] | None = None) -> None:
+        L = inst.n_levels
+        self.lo, self.hi = (0, inst.n_ops) if ops is None else ops
+        n = self.hi - self.lo
+        self.inst, self.scale, self.b = inst, scale, Rows()
+        self.cap = ceiling / scale * (1 + 1e-6)
+        self.E = [self.b.col(inst.compute[k] / scale, max(self.cap, inst.compute[k] / scale), 1.0)
+                  for k in range(self.lo, self.hi)]
+        # per step of the block (index k - lo)
+        self.memory: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+        self.busy = [[[] for _ in range(n)] for _ in range(L)]  # busy[h][k]: (col, time)
+        self.occupancy = [[[] for _ in range(n)] for _ in range(L)]  # (col, bytes)
+        self.copies: list[list[tuple[int, float, int, int]]] = [[] for _ in range(L)]  # local steps
+        self.due: dict[tuple[int, int], list[list[tuple[int, float]]]] = {}  # (h, l) -> per step
+        self.homes = np.full((inst.n_tensors, L), -1, np.int64)
+
+    def tensor(self, t: int) -> None:
+        inst, b, L, lo = self.inst, self.b, self.inst.n_levels, self.lo
+        acc = inst.tensor_access[inst.tensor_ptr[t]:inst.tensor_ptr[t + 1]]
+        ops_all = inst.access_op[acc]
+        inside = (ops_all >= lo) & (ops_all < self.hi)
+        if not inside.any():
+            return
+        acc, ops = acc[inside].tolist(), [int(k) - lo for k in ops_all[inside]]
+        fits = [h == L - 1 or inst.size[t] <= inst.capacity[h] for h in range(L)]
+        y = [b.col() if fits[h] else -1 for h in range(L)]
+        self.homes[t] = y
+        b.row([(c, 1.0) for c in y if c >= 0], 1.0, 1.0)
+        pairs = [(l, h) for h in range(L) for l in range(h) if fits[l] and fits[h]]
+        size = float(inst.size[t])
+        producer = inst.tensors[t]["producer"]
+        earliest = (int(inst.start[t]) if producer is None else int(producer) + 1) - lo
+        defining = producer is not None and producer >= lo  # the producer's write is access 0
+        carried = int(inst.start[t]) < lo  # a window may come from before the block
+        w: list[dict[tuple[int, int], int]] = []
+        for a, k in zip(acc, ops):
+            nbytes = float(inst.op_bytes[a])
+            w_of: dict[tuple[int, int], int] = {}
+            for h in range(L):
+                if y[h] < 0:
+                    continue
+                t_h = nbytes / inst.bandwidth[h] / self.scale
+                if nbytes:
+                    self.memory[k].append((y[h], t_h))
+                    self.busy[h][k].append((y[h], t_h))
+                served = [(y[h], -1.0)]
+                for l in range(h):
+                    if (l, h) not in pairs:
+                        continue
+                    col = b.col()
+                    w_of[l, h] = col
+                    served.append((col, 1.0))
+                    self.occupancy[l][k].append((col, size))
+                    if nbytes:
+                        self.memory[k].append((col, nbytes / inst.bandwidth[l] / self.scale - t_h))
+                        self.busy[h][k].append((col, -t_h))
+                if len(served) > 1:
+                    b.row(served, hi=0.0)
+            w.append(w_of)
+        kept: list[dict[tuple[int, int], int]] = [{} for _ in ops]
+        for i, w_of in enumerate(w):
+            for (l, h), win in w_of.items():
+                c = -1
+                if i and (l, h) in w[i - 1]:
+                    c = b.col()
+                    b.row([(c, 1.0), (w[i - 1][l, h], -1.0)], hi=0.0)
+                    b.row([(c, 1.0), (win, -1.0)], hi=0.0)
+                    kept[i][l, h] = c
+                    for j in range(ops[i - 1] + 1, ops[i]):
+                        self.occupancy[l][j].append((c, size))
+                elif i == 0 and carried:  # a window from before the block: no copy here
+                    c = b.col()
+                    b.row([(c, 1.0), (win, -1.0)], hi=0.0)
+                    for j in range(0, ops[0]):
+                        self.occupancy[l][j].append((c, size))
+                if i == 0 and defining:
+                    continue  # the producer's write goes into the defining window: no copy
+                f = b.col(0.0, 1.0 if ops[i] + lo >= 1 else 0.0)  # nothing is due at op 0
+                tau = size / inst.copy_bandwidth[h] / self.scale
+                self.copies[h].append((f, tau, earliest, ops[i]))
+                if ops[i] >= 1:  # due by the end of interval ops[i] - 1 of the block
+                    if (h, l) not in self.due:
+                        self.due[h, l] = [[] for _ in self.E]
+                    self.due[h, l][ops[i] - 1].append((f, tau))
+                b.row([(f, 1.0), (win, -1.0)] + ([(c, 1.0)] if c >= 0 else []), lo=0.0)
+        last = int(inst.end[t]) - lo  # an eviction is due by the tensor's last access
+        if not defining or len(ops) < 2 or last >= len(self.E):
+            return
+        evict: dict[int, int] = {}
+        for (l, h), win in w[0].items():
+            if h not in evict:
+                evict[h] = b.col()
+                self.copies[h].append((evict[h], size / inst.copy_bandwidth[h] / self.scale,
+                                       earliest, last))
+            for i in range(1, len(ops)):
+                c = kept[i].get((l, h))
+                b.row([(evict[h], 1.0), (win, -1.0)] + ([(c, 1.0)] if c is not None else []), lo=0.0)
+
+    def time_rows(self) -> tuple[list[list[int]], int]:
+        """Memory rows, idle columns and window rows; returns the idle columns per level."""
+        inst, b = self.inst, self.b
+        n, L = len(self.E), inst.n_levels
+        for k in range(n):
+            if self.memory[k]:
+                b.row([(self.E[k], 1.0)] + [(c, -v) for c, v in self.memory[k]], lo=0.0)
+        idle: list[list[int]] = [[] for _ in range(L)]
+        spans = 0
+        for h in range(1, L):
+            if not self.copies[h]:
+                continue
+            idle[h] = [b.col(0.0, self.cap) for _ in range(n)]
+            for k in range(n):
+                b.row([(idle[h][k], 1.0), (self.E[k], -1.0)] + self.busy[h][k], 0.0, 0.0)
+            inside = [(col, v, lo, due) for col, v, lo, due in self.copies[h] if lo >= 0]
+            if inside:
+                b.row([(c, 1.0) for c in idle[h]] + [(col, -v) for col, v, _, _ in inside], lo=0.0)
+                spans += 1
+            for G in SPAN_SCALES:
+                if 2 * G >= n:
+                    break
+                groups: dict[int, list[tuple[int, float]]] = {}
+                for col, v, lo, due in inside:
+                    for A in range(max(0, -((2 * G - due) // G) * G), lo // G * G + 1, G):
+                        groups.setdefault(A, []).append((col, v))  # lo >= A, due <= A + 2G
+                for A, terms in groups.items():
+                    B = min(A + 2 * G, n)
+                    b.row([(idle[h][k], 1.0) for k in range(A, B)] + [(c, -v) for c, v in terms], lo=0.0)
+                    spans += 1
+        return idle, spans
+
+    def delivery_rows(self, idle: list[list[int]]) -> dict[int, list[list[tuple[int, float]]]]:
+        """N and D columns of every (home, window level) pair with prefetches, their rows and
+        the channel rows; returns, per window level, the buffered terms of each step. In a
+        block that does not start the program, the first interval's delivery is not capped
+        (bytes may have moved before the block)."""
+        inst, b = self.inst, self.b
+        n = len(self.E)
+        buffered: dict[int, list[list[tuple[int, float]]]] = {}
+        channel: dict[int, list[list[tuple[int, float]]]] = {}
+        for (h, l), due in sorted(self.due.items()):
+            total = sum(v for terms in due for _, v in terms) * (1 + 1e-6) + 1e-9
+            rate = inst.copy_bandwidth[h] * self.scale  # bytes per unit of channel time
+            N = [b.col(0.0, total) for _ in range(n)]
+            D = [b.col(0.0, total) for _ in range(n)]
+            steps = buffered.setdefault(l, [[] for _ in range(n)])
+            moved = channel.setdefault(h, [[] for _ in range(n)])
+            for k in range(n):
+                b.row([(N[k], 1.0)] + ([(N[k - 1], -1.0)] if k else []) + [(f, -v) for f, v in due[k]],
+                      0.0, 0.0)
+                b.row([(D[k], 1.0), (N[k], -1.0)], lo=0.0)
+                if k:
+                    b.row([(D[k], 1.0), (D[k - 1], -1.0)], lo=0.0)
+                if k or self.lo == 0:
+                    moved[k] += [(D[k], 1.0)] + ([(D[k - 1], -1.0)] if k else [])
+                steps[k] += [(D[k], rate)] + ([(N[k - 1], -rate)] if k else [])
+        for h, moved in channel.items():
+            for k in range(n):
+                if moved[k]:
+                    b.row(moved[k] + [(idle[h][k], -1.0)], hi=0.0)
+        return buffered
+
+    def capacity_rows(self, buffered: dict[int, list[list[tuple[int, float]]]], deadline: float) -> int:
+        inst, b = self.inst, self.b
+        n, L, lo = len(self.E), inst.n_levels, self.lo
+        x = self.homes
+        built = np.flatnonzero(x.max(axis=1) >= 0)
+        weights = built[inst.is_weight[built] == 1]
+        others = built[inst.is_weight[built] == 0]
+        rows = 0
+        for l in range(L):
+            if l == L - 1 and inst.levels[l].capacity is None:
+                continue
+            cap = float(inst.capacity[l])
+            homes: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+            for t in others[x[others, l] >= 0].tolist():
+                term = (int(x[t, l]), float(inst.size[t]) / cap)
+                for j in range(max(int(inst.start[t]), lo), min(int(inst.end[t]) + 1, self.hi)):
+                    homes[j - lo].append(term)
+            fixed: list[tuple[int, float]] = []
+            wcols = [(int(x[t, l]), float(inst.size[t]) / cap) for t in weights if x[t, l] >= 0]
+            if wcols:
+                load = b.col(0.0, 1.0)  # weights live at every step: one column for their load
+                b.row([(load, 1.0)] + [(c, -v) for c, v in wcols], 0.0, 0.0)
+                fixed = [(load, 1.0)]
+            waiting = buffered.get(l, [[] for _ in range(n)])
+            for j in range(n):
+                if j % 512 == 0 and time.perf_counter() >= deadline:
+                    raise TimeoutError(f"capacity rows of level {l}, step {j + lo} of {inst.n_ops}")
+                terms = homes[j] + [(c, v / cap) for c, v in self.occupancy[l][j]] + \
+                    [(c, v / cap) for c, v in waiting[j]]
+                if terms:
+                    b.row(terms + fixed, hi=1.0)
+                    rows += 1
+        return rows
+
+
+def model_scale(inst: Instance) -> float:
+    """Seconds per model time unit: the all-slowest latency per op (ops then take about 1)."""
+    slow = latency(inst, inst.slowest_placement())
+    return slow / inst.n_ops if slow > 0 else 1.0
+
+
+def formulate(inst: Instance, ceiling: float, deadline: float = INF,
+              ops: tuple[int, int] | None = None, scale: float | None = None) -> DeliveryModel:
+    """Build the delivery relaxation of `inst` (module docstring), or of its intervals
+    `ops = (lo, hi)` alone (`_Builder`); `ceiling` is the latency (seconds) of a valid
+    solution, which caps the interval columns. Raises TimeoutError once
+    `time.perf_counter()` passes `deadline`."""
+    scale = model_scale(inst) if scale is None else scale
+    m = _Builder(inst, scale, ceiling, ops)
+    for t in range(inst.n_tensors):
+        if t % 256 == 0 and time.perf_counter() >= deadline:
+            raise TimeoutError(f"tensor {t} of {inst.n_tensors}")
+        m.tensor(t)
+    idle, spans = m.time_rows()
+    buffered = m.delivery_rows(idle)
+    n_cap = m.capacity_rows(buffered, deadline)
+    b = m.b
+    stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
+             "capacity_rows": n_cap, "span_rows": spans, "delivery_pairs": len(m.due)}
+    return DeliveryModel(inst, scale, b.arrays(), m.homes, stats)
+
+
+def dual_bound(model: DeliveryModel, row_dual: np.ndarray) -> float:
+    """The LP's weak-duality bound (seconds) from any row dual vector z: for
+    min c x, rlo <= A x <= rhi, lo <= x <= hi, it is
+    sum_r z_r * (rlo_r if z_r > 0 else rhi_r) + sum_j min(d_j lo_j, d_j hi_j), d = c - A^T z.
+    A dual of the wrong sign for a one-sided row is set to 0 first (still a dual vector),
+    so the figure is a bound whatever vector it is given."""
+    p = model.lp
+    z = np.asarray(row_dual, np.float64).copy()
+    if z.shape != p.rlo.shape or not np.all(np.isfinite(z)):
+        raise ValueError(f"a dual vector of {p.rlo.size} finite values is needed, got shape {z.shape}")
+    z[(z > 0) & ~np.isfinite(p.rlo)] = 0.0
+    z[(z < 0) & ~np.isfinite(p.rhi)] = 0.0
+    d = p.cost - np.bincount(p.c, weights=p.v * z[p.r], minlength=p.cost.size)
+    used = z != 0
+    total = float(np.sum(z[used] * np.where(z[used] > 0, p.rlo[used], p.rhi[used])))
+    total += float(np.sum(np.minimum(d * p.lo, d * p.hi)))
+    return total * model.scale
+
+
+@dataclass
+class DeliveryBound:
+    """The proven bound (seconds, -inf if none), HiGHS's status, the model's size and the
+    certificate: the row duals (re-checked by `dual_bound` on the rebuilt model)."""
+
+    bound: float
+    status: str
+    seconds: float
+    stats: dict
+    row_dual: np.ndarray | None = None
+
+
+def solve_lp(model: DeliveryModel, time_limit: float | None, threads: int = 1,
+             seed: int = 0) -> tuple[str, np.ndarray | None]:
+    """HiGHS on the model: its status and row duals (None when it has none)."""
+    p = model.lp
+    order = np.lexsort((p.r, p.c))
+    start = np.zeros(p.cost.size + 1, np.int64)
+    np.cumsum(np.bincount(p.c, minlength=p.cost.size), out=start[1:])
+    lp = column_lp(p.cost, p.lo, p.hi, p.rlo, p.rhi, start, p.r[order], p.v[order], None, relax=True)
+    h = new_highs(threads, seed, time_limit)
+    h.passModel(lp)
+    h.run()
+    status = h.modelStatusToString(h.getModelStatus())
+    sol = h.getSolution()
+    return status, (np.array(sol.row_dual) if sol.dual_valid else None)
+
+
+def delivery_bound(inst: Instance, ceiling: float, time_limit: float | None = None,
+                   threads: int = 1, seed: int = 0) -> DeliveryBound:
+    """Build and solve the delivery relaxation; the bound is recomputed from the duals
+    (`dual_bound`) and lowered by MARGIN. `ceiling` is a valid solution's latency."""
+    began = time.perf_counter()
+    deadline = INF if time_limit is None else began + time_limit
+    try:
+        model = formulate(inst, ceiling, deadline)
+    except TimeoutError as late:
+        return DeliveryBound(-INF, f"not built in time ({late})", time.perf_counter() - began, {})
+    left = None if time_limit is None else max(0.05, deadline - time.perf_counter())
+    status, z = solve_lp(model, left, threads, seed)
+    bound = -INF
+    if z is not None:
+        bound = dual_bound(model, z)
+        bound = max(bound * (1 - MARGIN) if bound > 0 else bound, inst.compute_floor())
+    return DeliveryBound(bound, status, time.perf_counter() - began, model.stats, z)
