@@ -42,7 +42,7 @@ from memplace.solvers.highs import column_lp, new_highs
 from memplace.solvers.residency.machinery.delivery_bound import (MARGIN, DeliveryModel, dual_bound,
                                                                  formulate, model_scale)
 
-BLOCK_OPS = 500
+BLOCK_OPS = 250
 INF = math.inf
 
 
