@@ -493,7 +493,11 @@ typedef struct {
         *twin_prev;
     i64 capacity;
     i64 *rank; /* tie-break rank of each buffer, 1..n (0 reserved: a fresh group's threshold) */
+    i64 *levels; /* the distinct alignments above 1 */
+    i64 nlevels;
 } Problem;
+
+#define MAX_LEVELS 8 /* alignments the residue rule looks at (search.py) */
 
 static int dead(const Problem *P, i64 slo, i64 shi, const char *placed, const i64 *maxfloor,
                 const i64 *floor_, const i64 *remaining, i64 threshold, i64 *lift, i64 *stamp,
@@ -546,6 +550,37 @@ static int dead(const Problem *P, i64 slo, i64 shi, const char *placed, const i6
             }
         }
         if (lowest + rem > capacity) return 1;
+    }
+    /* alignment residues (search.py's docstring, "Alignment"): per alignment A, the gaps
+       between the A-aligned buffers of a section need residues mod A that only the other
+       buffers' sizes and the free bytes can supply */
+    for (i64 s = P->nlevels ? slo : shi; s < shi; s++) {
+        i64 rem = remaining[s];
+        if (rem == 0) continue;
+        i64 base = imax(floor_[s], watermark);
+        i64 free_bytes = capacity - base - rem;
+        i64 members = P->sec_ptr[s + 1] - P->sec_ptr[s];
+        for (i64 q = 0; q < P->nlevels; q++) {
+            i64 A = P->levels[q];
+            if (free_bytes >= (A - 1) * (members + 2)) continue; /* need cannot exceed it */
+            i64 need = 0, have = 0, aligned = 0, last = A;
+            for (i64 k = P->sec_ptr[s]; k < P->sec_ptr[s + 1]; k++) {
+                i64 c = P->sec_members[k];
+                if (placed[c]) continue;
+                i64 z = P->sizes[c];
+                if (P->alignments[c] % A == 0) {
+                    i64 after = (A - z % A) % A, top = ((capacity - z) % A + A) % A;
+                    need += after;
+                    aligned++;
+                    if (top - after < last) last = top - after;
+                } else {
+                    have += z % A;
+                }
+            }
+            if (aligned == 0) need = (capacity - base) % A;
+            else need += (A - base % A) % A + last;
+            if (have + free_bytes < need) return 1;
+        }
     }
     return 0;
 }
@@ -720,6 +755,12 @@ static int search_c(const Problem *P, i64 nsec, int valley_first, i64 node_limit
     u64 zob1 = 0, zob2 = 0;
     i64 key_base = n + 1;
     i64 clock_mask = n <= 256 ? 1023 : n <= 1024 ? 63 : 15;
+    /* the rules hold for the empty packing too (threshold 0: any buffer may go first) */
+    if (dead(P, 0, nsec, placed, maxfloor, floor_, remaining, 0, lift, stamp, -2) ||
+        untileable(P, 0, nsec, placed, maxfloor, floor_, remaining, 0, reach)) {
+        status = INFEASIBLE;
+        goto done;
+    }
     i64 depth = 0;
     scope_lo[0] = 0; scope_hi[0] = nsec; fail_to[0] = -1; head[0] = -1; pool_top[0] = 0;
     tried[0] = -1;
@@ -1039,7 +1080,15 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     }
     i64 *rank = malloc(sizeof(i64) * (size_t)(n + 1));
     if (!rank) { views_release(&V); return PyErr_NoMemory(); }
-    Problem P = {n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], capacity, rank};
+    i64 *levels = malloc(sizeof(i64) * (size_t)(n + 1)), nlevels = 0;
+    if (!levels) { free(rank); views_release(&V); return PyErr_NoMemory(); }
+    for (i64 i = 0; i < n; i++) {
+        i64 al = a[1][i], seen = al <= 1;
+        for (i64 q = 0; q < nlevels && !seen; q++) seen = levels[q] == al;
+        if (!seen && nlevels < MAX_LEVELS) levels[nlevels++] = al;
+    }
+    Problem P = {n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], capacity, rank,
+                 levels, nlevels};
     i64 nodes = 0;
     int status;
     Py_BEGIN_ALLOW_THREADS
@@ -1048,6 +1097,7 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     views_release(&V);
     free(rank);
+    free(levels);
     if (status == NO_MEMORY) return PyErr_NoMemory();
     return Py_BuildValue("iL", status, (long long)nodes);
 }

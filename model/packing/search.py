@@ -27,6 +27,19 @@ catches, right after the placement that caused it, a dead end that otherwise
 surfaces only many placements later (elsewhere on the time axis), after
 chronological backtracking over unrelated choices.
 
+Alignment. In a section, the unplaced buffers lie in [base, capacity) (base: the floor
+or the watermark), with `free` bytes of it left over. Take an alignment A and the
+unplaced buffers whose alignment A divides: each starts at a multiple of A, so the gap
+above one of size z, up to the next of them, is -z modulo A long (above the topmost, up to
+the capacity: capacity - z modulo A; below the lowest, from the base: -base modulo A).
+Only free bytes and the other buffers fill those gaps, and a gap's bytes are congruent
+to its need modulo A, so at least its need: the other buffers' sizes modulo A plus the
+free bytes must cover the needs summed (the topmost chosen for the least). Checked at
+every node, and before the first placement, for each alignment in the part (the first
+eight); this is what proves MiniMalloc-like instances with 64- and 256-byte alignments
+infeasible at their peak, where the canonical search and MiniMalloc enumerate for
+minutes.
+
 Dominance. A buffer placed at or above the top that some unplaced buffer of
 the scope would have at its lowest start leaves, under that buffer, a hole it
 could drop into: every packing below such a node can be lowered, so the node
@@ -102,7 +115,7 @@ def _state_hash(zob, salt, floor, slo, shi):
 
 @njit(cache=True, nogil=True)
 def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed, maxfloor,
-          floor, remaining, capacity, n, threshold, lift, stamp, node, rank):
+          floor, remaining, capacity, n, threshold, lift, stamp, node, rank, levels):
     """True when, in some section of [slo, shi), the unplaced buffers cannot stack above
     their lowest possible start.
 
@@ -163,7 +176,63 @@ def _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, place
                     break
         if lowest + rem > capacity:
             return True
+    # alignment residues (the docstring's "Alignment")
+    for s in range(slo if levels.size else shi, shi):
+        rem = remaining[s]
+        if rem == 0:
+            continue
+        base = max(floor[s], watermark)
+        free_bytes = capacity - base - rem
+        members = sec_ptr[s + 1] - sec_ptr[s]
+        for q in range(levels.size):
+            a = levels[q]
+            if free_bytes >= (a - 1) * (members + 2):
+                continue  # the residues needed cannot exceed it
+            need = 0
+            have = 0
+            aligned = 0
+            last = a
+            for k in range(sec_ptr[s], sec_ptr[s + 1]):
+                c = sec_members[k]
+                if placed[c]:
+                    continue
+                z = sizes[c]
+                if alignments[c] % a == 0:
+                    after = (a - z % a) % a
+                    top = (capacity - z) % a
+                    need += after
+                    aligned += 1
+                    if top - after < last:
+                        last = top - after
+                else:
+                    have += z % a
+            if aligned == 0:
+                need = (capacity - base) % a
+            else:
+                need += (a - base % a) % a + last
+            if have + free_bytes < need:
+                return True
     return False
+
+
+MAX_LEVELS = 8  # alignments the residue rule looks at (as _core.c)
+
+
+@njit(cache=True, nogil=True)
+def _levels(alignments):
+    """The distinct alignments above 1, in order of first appearance, at most MAX_LEVELS."""
+    out = np.empty(MAX_LEVELS, np.int64)
+    m = 0
+    for i in range(alignments.size):
+        a = alignments[i]
+        seen = a <= 1
+        for q in range(m):
+            if out[q] == a:
+                seen = True
+        if not seen and m < MAX_LEVELS:
+            out[m] = a
+            m += 1
+    return out[:m]
 
 
 @njit(cache=True, nogil=True)
@@ -389,6 +458,7 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     key_base = np.int64(n + 1)
     # tie-break ranks 1..n (0 is a fresh group's threshold), re-ranked per group, trailed
     rank = np.arange(1, n + 1).astype(np.int64)
+    levels = _levels(alignments)
     rank_top = np.zeros(n + 2, np.int64)
     grp = np.empty(n, np.int64)
     gkey = np.empty(n, np.int64)
@@ -399,6 +469,12 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
     ph = np.uint64(0)
     # read the clock about every millisecond: nodes cost more as instances grow
     clock_mask = 1023 if n <= 256 else 63 if n <= 1024 else 15
+    # the rules hold for the empty packing too (threshold 0: any buffer may go first)
+    if _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, 0, nsec, placed, maxfloor,
+             floor, remaining, capacity, key_base, 0, lift, stamp, -2, rank, levels) or \
+            _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, 0, nsec, placed,
+                        maxfloor, floor, remaining, capacity, 0, reach, rank):
+        return INFEASIBLE, 0
     nodes = 0
     depth = 0
     scope_lo[0] = 0
@@ -613,7 +689,7 @@ def search(sizes, alignments, sec_lo, sec_hi, nsec, adj_ptr, adj, sec_ptr, sec_m
         mf_top[depth + 1] = mt
         if _dead(sizes, alignments, sec_ptr, sec_members, adj_ptr, adj, slo, shi, placed,
                  maxfloor, floor, remaining, capacity, key_base, best_key, lift, stamp, nodes,
-                 rank) \
+                 rank, levels) \
                 or _untileable(sizes, alignments, sec_lo, sec_hi, sec_ptr, sec_members, slo,
                                shi, placed, maxfloor, floor, remaining, capacity, best_key,
                                reach, rank):
