@@ -8,6 +8,8 @@
   picker and the window assignment over given homes);
 - `starts.py`: the starting solutions every residency search shares (msa's, the static
   optimum with windows);
+- `home_swaps.py`: swaps of equal-size homes and demotions, judged with msa's windows over
+  the new homes (`multistart`);
 - `move_loop.py`: `sa`'s move loop compiled (Numba, no Python per move);
 - `evolution.py`: the GA's chromosome, decoder and operators (`ga`, `hybrid`);
 - `game.py`, `planner.py`: the mallocGame and what the planners (`beam`, `mcts`) share;
@@ -18,6 +20,6 @@
   coupled by prices on the fast levels' weight homes (`bound`, `memplace gap`).
 
 The solvers sit one folder up, one module each (`msa`, `sa`, `ga`, `hybrid`, `beam`,
-`mcts`, `bound`, `baselines`); a solver that starts from another's solution imports the
+`mcts`, `bound`, `baselines`, `multistart`); a solver that starts from another's solution imports the
 function here that computes it.
 """
