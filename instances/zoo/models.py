@@ -208,6 +208,12 @@ QWEN = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=4, num_at
 GPT2 = dict(n_layer=12, n_head=12, n_embd=768, vocab_size=50257, n_positions=1024)
 MISTRAL = dict(hidden_size=512, intermediate_size=1792, num_hidden_layers=4, num_attention_heads=8,
                num_key_value_heads=2, vocab_size=32000, max_position_embeddings=4096)
+# the published TinyLlama-1.1B and Qwen2-0.5B shapes, every layer: programs of ~800-900 ops
+TINYLLAMA = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                 num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
+                 max_position_embeddings=2048)
+QWEN2_05B = {**QWEN, "num_hidden_layers": 24, "max_position_embeddings": 32768,
+             "rope_theta": 1000000.0}
 PHI3 = dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=4, num_attention_heads=8,
             num_key_value_heads=8, vocab_size=32064, max_position_embeddings=4096,
             pad_token_id=0)
@@ -267,11 +273,14 @@ def _models() -> list[ZooModel]:
                                _encoder(kind, cls, vocab, **fields), TOKENS_WORDS))
 
     # decoders: GPT-2 at its published small size; Llama-, Qwen2-, Mistral- and Phi-3-style
-    # models with their architectures' structure (GQA, RoPE, SwiGLU, RMSNorm) and 4 layers
+    # models with their architectures' structure (GQA, RoPE, SwiGLU, RMSNorm) and 4 layers;
+    # TinyLlama-1.1B and Qwen2-0.5B at their published sizes (issue 21's 10^3-op programs)
     for name, kind, fields in (("gpt2", "GPT2Config", GPT2), ("llama-small", "LlamaConfig", LLAMA),
                                ("qwen2-small", "Qwen2Config", QWEN),
                                ("mistral-small", "MistralConfig", MISTRAL),
-                               ("phi3-small", "Phi3Config", PHI3)):
+                               ("phi3-small", "Phi3Config", PHI3),
+                               ("tinyllama", "LlamaConfig", TINYLLAMA),
+                               ("qwen2-0-5b", "Qwen2Config", QWEN2_05B)):
         call = (f"transformers.AutoModelForCausalLM.from_config(transformers.{kind}("
                 f"{_fields(fields)}), attn_implementation='eager')")
         models.append(ZooModel(f"{name}-prefill", "decoder", call + ": prefill",
