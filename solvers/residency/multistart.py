@@ -32,7 +32,7 @@ from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.machinery import move_loop
 from memplace.solvers.residency.machinery.home_swaps import descend
-from memplace.solvers.residency.machinery.starts import (finish_seconds, milp_start, msa_start,
+from memplace.solvers.residency.machinery.starts import (finish_seconds, milp_start, msa_solution,
                                                          static_homes, static_start)
 
 PARAMS = {
@@ -81,12 +81,13 @@ def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: fl
     compiler = ResidencySolution(inst.name, place, offsets)
     compiler.latency = simulate(inst, compiler)
     ctx.offer(compiler, compiler.latency)
-    add(msa_start(inst, "best", START_SHARE * ctx.remaining()), "msa")
+    start_by = lambda share: time.perf_counter() + share * ctx.remaining()  # noqa: E731 (inf: no limit)
+    add(msa_solution(inst, deadline=start_by(START_SHARE))[0], "msa")
     if milp_share > 0 and inst.n_ops <= MILP_MAX_OPS and not ctx.should_stop():
-        add(milp_start(inst, milp_share * ctx.remaining()), "milp")
+        add(milp_start(inst, start_by(milp_share)), "milp")
     if static_moves > 0 and not ctx.should_stop():
-        add(static_start(inst, static_moves, int(ctx.rng.integers(2**31)),
-                         START_SHARE * ctx.remaining()), "static_sa")
+        add(static_start(inst, static_moves, int(ctx.rng.integers(2**31)), start_by(START_SHARE)),
+            "static_sa")
     starts.sort(key=lambda s: s.latency)
     if swap_share > 0 and not ctx.should_stop():
         swapped, tries = descend(inst, starts[0], ctx.rng,

@@ -48,7 +48,7 @@ from memplace.model.residency import ResidencySolution, Simulation, Window, lowe
 from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.machinery import move_loop
 from memplace.solvers.residency.machinery.layout import Layout
-from memplace.solvers.residency.machinery.starts import finish_seconds, msa_start, static_start
+from memplace.solvers.residency.machinery.starts import finish_seconds, msa_solution, static_start
 
 HOMES = ("slowest", "compiler", "best")
 ENGINES = ("compiled", "python")
@@ -79,12 +79,14 @@ SCALE_OPS = 1000  # programs up to this size anneal at the temperatures given
 
 def temperature_scale(instance: Instance) -> float:
     """What `t_start` and `t_end` are multiplied by on this program: 1 up to `SCALE_OPS` ops,
-    then SCALE_OPS / n_ops. A move changes one window or home, so the latency it adds or
-    saves is a share of the whole that falls as 1 / n_ops; at a temperature relative to the
-    whole latency alone, a program of 10^5 ops accepted nearly every worsening move (a
-    random walk to 1.6x msa's latency at 10^4 ops before the cooling caught up, and sa at
-    10^5 ops never got back below msa's: docs/residency-scale.md)."""
-    return min(1.0, SCALE_OPS / max(1, instance.n_ops))
+    then (SCALE_OPS / n_ops)^2. A move changes one window or home, so the latency it adds or
+    saves is a share of the whole that falls as 1 / n_ops; and in a given time each tensor
+    gets a share of the moves that falls as 1 / n_ops, leaving less time to undo a worsening
+    move once accepted. At a temperature relative to the whole latency alone, the anneal
+    walked to 1.6x msa's latency at 10^4 ops before the cooling caught up, and at 10^5 ops
+    never got back below msa's; the square measured best of 1 / n_ops and its square at
+    10^4 and 10^5 ops (docs/residency-scale.md)."""
+    return min(1.0, SCALE_OPS / max(1, instance.n_ops)) ** 2
 
 
 class Annealer:
@@ -336,12 +338,11 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
                              "a time limit")
     ctx.lower_bound = lower_bound(inst)
     # the starts take at most START_SHARE of the time each, the anneals the rest
-    start_seconds = lambda: None if ctx.time_limit is None else START_SHARE * ctx.remaining()  # noqa: E731
-    starts = [msa_start(inst, seed_homes, start_seconds())]
+    start_by = lambda: time.perf_counter() + START_SHARE * ctx.remaining()  # noqa: E731 (inf: no limit)
+    starts = [msa_solution(inst, homes=seed_homes, deadline=start_by())[0]]
     ctx.offer(starts[0], starts[0].latency)
     if static_moves > 0 and not ctx.should_stop():
-        starts.append(static_start(inst, static_moves, int(ctx.rng.integers(2**31)),
-                                   start_seconds()))
+        starts.append(static_start(inst, static_moves, int(ctx.rng.integers(2**31)), start_by()))
         ctx.offer(starts[1], starts[1].latency)
     if restarts < len(starts):  # one anneal: from the better start
         starts = [min(starts, key=lambda s: s.latency)]

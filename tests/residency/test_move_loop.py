@@ -17,7 +17,7 @@ from memplace.model import Instance, rectify
 from memplace.model.residency import ResidencySolution, load_with_windows, simulate, validate
 from memplace.solvers import solve
 from memplace.solvers.residency.machinery import move_loop
-from memplace.solvers.residency.machinery.starts import msa_start
+from memplace.solvers.residency.machinery.starts import msa_solution
 from randominst import random_instance_dict
 
 
@@ -67,13 +67,13 @@ def test_every_state_is_valid_and_simulated_exactly_on_random_instances(seed, ad
 @pytest.mark.parametrize("name", ["bert-base@nnpi", "mobilenetv2@edge-npu"])
 def test_committed_instances_stay_valid_from_msa(name):
     inst = load(name)
-    s = _walk(inst, msa_start(inst, "best"), 8, 200, 0.2, 1e-3, 0)
+    s = _walk(inst, msa_solution(inst)[0], 8, 200, 0.2, 1e-3, 0)
     assert s.board.stats[3] > 20  # moves of every kind were kept and checked
 
 
 def test_a_move_budget_makes_the_run_depend_on_its_seed_only():
     inst = load("mobilenetv2@nnpi")
-    start = msa_start(inst, "best")
+    start = msa_solution(inst)[0]
     runs = [move_loop.anneal(inst, start, np.random.default_rng(s), 3000, 3e-3, 1e-6)
             for s in (5, 5, 6)]
     key = [(r[0].placement.tolist(), r[0].windows) for r in runs]
@@ -85,7 +85,7 @@ def test_a_move_budget_makes_the_run_depend_on_its_seed_only():
 
 def test_anneal_stops_at_its_seconds():
     inst = load("synth-1000@nnpi")
-    start = msa_start(inst, "best")
+    start = msa_solution(inst)[0]
     move_loop.anneal(inst, start, np.random.default_rng(0), 100, 3e-3, 1e-6)  # kernels loaded
     began = time.perf_counter()
     best, tried = move_loop.anneal(inst, start, np.random.default_rng(0), 0, 3e-3, 1e-6, seconds=1.0)
@@ -96,7 +96,7 @@ def test_anneal_stops_at_its_seconds():
 
 def test_sa_engines_both_improve_on_msa_where_it_is_beatable():
     inst = load("mobilenetv2@edge-npu")
-    msa = msa_start(inst, "best").latency
+    msa = msa_solution(inst)[0].latency
     for engine in ("compiled", "python"):
         res = solve(inst, "sa", time_limit=None, problem="residency", seed=0, engine=engine,
                     iterations=6000, static_moves=0)

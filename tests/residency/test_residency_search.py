@@ -14,7 +14,7 @@ from memplace.solvers import solve
 from memplace.solvers.residency.machinery.allocation import assign_windows
 from memplace.solvers.residency.machinery.evolution import Decoder
 from memplace.solvers.residency.sa import anneal
-from memplace.solvers.residency.machinery.starts import msa_start as msa_seed
+from memplace.solvers.residency.machinery.starts import msa_solution
 from randominst import random_instance_dict
 
 BUDGET = {  # small, iteration-bounded budgets: each run ends long before its time limit
@@ -88,7 +88,7 @@ def test_incremental_latency_equals_a_full_simulation_after_every_kept_move(name
         assert (run.layout.load == _load(inst, sol)).all()
         kept.append(run.latency)
 
-    anneal(inst, msa_seed(inst), np.random.default_rng(seed), 1500, 3e-3, 1e-6, home_rate=0.2,
+    anneal(inst, msa_solution(inst)[0], np.random.default_rng(seed), 1500, 3e-3, 1e-6, home_rate=0.2,
            on_accept=on_accept)
     assert len(kept) > 20  # the check ran on many kept moves of every kind
 
@@ -100,7 +100,7 @@ def _load(inst: Instance, sol) -> np.ndarray:
 
 def test_sa_streams_weights_out_of_a_fast_home_when_that_pays():
     inst = load("mobilenetv2@edge-npu")
-    start = msa_seed(inst)
+    start = msa_solution(inst)[0]
     best, _ = anneal(inst, start, np.random.default_rng(0), 6000, 3e-3, 1e-6)
     assert simulate(inst, best) < simulate(inst, start)
     streamed = {w.tensor for w in best.windows if w.is_prefetch and inst.is_weight[w.tensor]}
@@ -121,7 +121,7 @@ def test_ga_decoder_reproduces_msa_from_msas_chromosome():
 def test_ga_encoding_of_a_solution_decodes_to_a_valid_one():
     inst = load("mobilenetv2@edge-npu")
     dec = Decoder(inst)
-    sol = msa_seed(inst)
+    sol = msa_solution(inst)[0]
     chrom = dec.encode(sol)
     assert sorted(chrom[0].tolist()) == list(range(dec.buffers.size))
     assert validate(inst, dec.decode(chrom)).valid

@@ -43,7 +43,7 @@ from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.solvers import Param, SearchContext
 from memplace.solvers.residency.machinery.allocation import assign_windows
 from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
-from memplace.solvers.residency.machinery.starts import finish_seconds, msa_start, static_homes
+from memplace.solvers.residency.machinery.starts import finish_seconds, msa_solution, static_homes
 
 if not hasattr(creator, "ResidencyFitness"):
     creator.create("ResidencyFitness", base.Fitness, weights=(-1.0,))
@@ -227,6 +227,6 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
 
 def offer_msa(ctx: SearchContext) -> None:
     """Offer msa's solution (both homes) first: the search never returns anything worse."""
-    seed = msa_start(ctx.instance, "best", None if ctx.time_limit is None else ctx.remaining() / 3)
+    seed = msa_solution(ctx.instance, deadline=time.perf_counter() + ctx.remaining() / 3)[0]
     ctx.offer(seed, seed.latency)
     ctx.lower_bound = lower_bound(ctx.instance)

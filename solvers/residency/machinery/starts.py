@@ -36,14 +36,6 @@ def _limit(seconds: float | None) -> float | None:
     return None if seconds is None or not math.isfinite(seconds) else max(0.01, seconds)
 
 
-def msa_start(instance: Instance, homes: str = "best", seconds: float | None = None) -> ResidencySolution:
-    """msa's solution (`msa_solution`, XLA's ratios) within `seconds` (None: no limit),
-    its latency set."""
-    finite = seconds is not None and math.isfinite(seconds)
-    deadline = time.perf_counter() + seconds if finite else math.inf
-    return msa_solution(instance, homes=homes, deadline=deadline)[0]
-
-
 def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap: float = 1.5,
                  max_overlap: float = 10.0, max_repacks: int = 16, homes: str = "best",
                  deadline: float = math.inf) -> tuple[ResidencySolution, MsaStats]:
@@ -51,7 +43,9 @@ def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap
 
     The latency is section 11's (simulated); `stats` says what was done and whether the
     fall-back was taken. At `deadline` (a `time.perf_counter()` value) the allocation stops
-    where it is (`stats.truncated`); with two homes, each gets half the time left."""
+    where it is (`stats.truncated`); with two homes, each gets half the time left, and the
+    second is not tried once the deadline has passed (its set-up alone takes seconds at
+    10^5 ops)."""
     began = time.perf_counter()
     ratios = dict(min_overlap=min_overlap, preferred_overlap=preferred_overlap,
                   max_overlap=max_overlap, max_repacks=max_repacks)
@@ -63,6 +57,8 @@ def msa_solution(instance: Instance, min_overlap: float = 0.8, preferred_overlap
         starts.append(("slowest", static_homes(instance, "all-slowest")))
     best: tuple[ResidencySolution, MsaStats] | None = None
     for j, (name, (place, offsets)) in enumerate(starts):
+        if best is not None and time.perf_counter() >= deadline:
+            break
         share = (deadline - time.perf_counter()) / (len(starts) - j)
         sol, stats = assign_windows(instance, place, offsets, **ratios,
                                     deadline=time.perf_counter() + share)
@@ -90,33 +86,32 @@ def static_homes(instance: Instance, solver: str, seconds: float | None = None,
 
 
 def static_start(instance: Instance, moves: int, seed: int,
-                 seconds: float | None = None) -> ResidencySolution:
+                 deadline: float = math.inf) -> ResidencySolution:
     """The static `sa`'s placement with msa's windows over it, or without windows when
-    those do not help; its latency set. Within `seconds` (None: no limit): the static sa
-    has half of them, msa's allocator the rest."""
-    began = time.perf_counter()
-    place, offsets = static_homes(instance, "sa", None if seconds is None else seconds / 2,
+    those do not help; its latency set. By `deadline` (a `time.perf_counter()` value): the
+    static sa has half the time left, msa's allocator the rest."""
+    half = (deadline - time.perf_counter()) / 2
+    place, offsets = static_homes(instance, "sa", half if math.isfinite(half) else None,
                                   seed=seed, moves=moves)
     bare = ResidencySolution(instance.name, place, offsets)
     bare.latency = simulate(instance, bare)
-    deadline = math.inf if seconds is None else began + seconds
     sol, _ = assign_windows(instance, place, offsets, deadline=deadline)
     sol.latency = simulate(instance, sol)
     return sol if sol.latency < bare.latency else bare
 
 
-def milp_start(instance: Instance, seconds: float | None = None) -> ResidencySolution:
-    """The static MILP's placement (its optimum when HiGHS finishes within `seconds`, else
-    its incumbent) with msa's windows over it, or without windows when those do not help;
-    its latency set. The static `milp` has two thirds of the time, msa's allocator the rest.
+def milp_start(instance: Instance, deadline: float = math.inf) -> ResidencySolution:
+    """The static MILP's placement (its optimum when HiGHS finishes by `deadline`, a
+    `time.perf_counter()` value, else its incumbent) with msa's windows over it, or without
+    windows when those do not help; its latency set. The static `milp` has two thirds of
+    the time left, msa's allocator the rest.
 
     The static optimum is a residency solution (docs/spec.md section 9) that the searches'
     re-homing moves, one tensor at a time from the compiler's homes, need not reach."""
-    began = time.perf_counter()
-    place, offsets = static_homes(instance, "milp", None if seconds is None else 2 * seconds / 3)
+    share = 2 * (deadline - time.perf_counter()) / 3
+    place, offsets = static_homes(instance, "milp", share if math.isfinite(share) else None)
     bare = ResidencySolution(instance.name, place, offsets)
     bare.latency = simulate(instance, bare)
-    deadline = math.inf if seconds is None else began + seconds
     sol, _ = assign_windows(instance, place, offsets, deadline=deadline)
     sol.latency = simulate(instance, sol)
     return sol if sol.latency < bare.latency else bare
