@@ -109,10 +109,13 @@ def verify_command(version: str) -> None:
               type=click.Choice(["static-milp", "residency-relaxation", "residency-access",
                                  "residency-relaxation-capped"]),
               help="LP models the refresh solves (repeatable; default: each problem's)")
+@click.option("--from-best", is_flag=True,
+              help="solvers that take a start solution (residency multistart) start from the "
+                   "entry's best known as well; its sha256 is in the provenance")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,
                     max_ops: int | None, seeds: int, scheduler: str | None,
                     solvers: tuple[str, ...], min_gap: float | None, no_certify: bool,
-                    certify_only: bool, lp_models: tuple[str, ...]) -> None:
+                    certify_only: bool, lp_models: tuple[str, ...], from_best: bool) -> None:
     """Run the solvers with a budget and record better solutions and bounds with provenance."""
     from memplace.bench.library.improve import IMPROVERS, improve
     if time_limit <= 0:
@@ -127,7 +130,8 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
     per_problem = ({p: () for p in IMPROVERS} if certify_only else
                    {p: tuple(solvers) for p in IMPROVERS} if solvers else None)
     found = improve(lib, time_limit, chosen, scheduler, seeds, echo=click.echo,
-                    solvers=per_problem, certify=not no_certify, models=lp_models or None)
+                    solvers=per_problem, certify=not no_certify, models=lp_models or None,
+                    from_best=from_best)
     click.echo(f"{found} improvements recorded in {lib.folder}")
 
 

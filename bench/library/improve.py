@@ -8,6 +8,7 @@ only this process writes the library.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -72,9 +73,12 @@ def run_task(task: Task) -> dict[str, Any]:
                    problem=task.problem, **task.params)
     from memplace.model.core.problem import problem as get_problem
     file = get_problem(task.problem).solution_file(result)
+    params = dict(result.params)
+    if params.get("start"):  # the provenance names the start by its content, not a local path
+        params["start"] = "sha256:" + hashlib.sha256(Path(params["start"]).read_bytes()).hexdigest()
     out: dict[str, Any] = {"task": asdict(task), "objective": float(result.latency),
                            "solution": json.dumps(file.to_dict(inst), indent=1) + "\n",
-                           "params": dict(result.params), "wall_s": result.wall_s, "bounds": []}
+                           "params": params, "wall_s": result.wall_s, "bounds": []}
     if task.solver in BRANCH_AND_BOUND and result.lower_bound is not None and \
             math.isfinite(result.lower_bound):
         out["bounds"].append({"kind": "branch-and-bound", "value": float(result.lower_bound),
@@ -203,10 +207,13 @@ def certify_task(lib: Library, e: Entry, budget: float,
 
 def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: int = 1,
                   solvers: dict[str, tuple[str, ...]] | None = None,
-                  certify: bool = True, models: Iterable[str] | None = None) -> list[Task]:
+                  certify: bool = True, models: Iterable[str] | None = None,
+                  from_best: bool = False) -> list[Task]:
     """A run of every improver of each entry's problem, `budget` seconds each, after the
     entry's certificate bounds are refreshed (`certify_task`); entries already optimal
-    are skipped."""
+    are skipped. With `from_best`, a solver that takes a `start` solution file (residency
+    `multistart`) starts from the entry's best known as well."""
+    from memplace.solvers import solver_info
     tasks = []
     for e in entries:
         if e.gap is not None and e.gap <= OPTIMAL_GAP:
@@ -216,6 +223,9 @@ def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: 
         for solver in (solvers or IMPROVERS).get(e.problem, ()):
             for seed in range(seeds):
                 params = {"capacity": e.data["capacity"]} if e.data.get("capacity") else {}
+                if from_best and e.problem != "packing" and e.best.get("file") and \
+                        "start" in solver_info(solver, e.problem).params:
+                    params["start"] = str(lib.path(e.best["file"]))
                 tasks.append(Task(e.id, e.problem, str(lib.instance_source(e)), solver, budget,
                                   seed, params))
     return tasks
@@ -225,7 +235,7 @@ def improve(lib: Library, budget: float, entries: Iterable[Entry] | None = None,
             scheduler: str | None = None, seeds: int = 1,
             echo: Callable[[str], None] = print,
             solvers: dict[str, tuple[str, ...]] | None = None, certify: bool = True,
-            models: Iterable[str] | None = None) -> int:
+            models: Iterable[str] | None = None, from_best: bool = False) -> int:
     """Run the improvers (`solvers` per problem, default IMPROVERS) on `entries` (default:
     every entry not yet optimal) and record what is better, saving the library after
     each result. Returns the improvements."""
@@ -234,7 +244,7 @@ def improve(lib: Library, budget: float, entries: Iterable[Entry] | None = None,
         load_entry_instance(lib, e)  # an instance that changed is refused before any run
         store.prune_dominated(lib, e)
     count = 0
-    tasks = improve_tasks(lib, chosen, budget, seeds, solvers, certify, models)
+    tasks = improve_tasks(lib, chosen, budget, seeds, solvers, certify, models, from_best)
     for outcome in results(tasks, scheduler):
         lines = record(lib, outcome)
         count += sum(1 for line in lines if "failed" not in line)

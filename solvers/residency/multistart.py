@@ -23,14 +23,27 @@ rest of the time in anneals (`move_loop.anneal`, Numba end to end):
 Every start and every anneal's best is offered (validated by `solve()` before it is
 returned), so the result is never worse than msa, the static MILP's placement or any
 start.
+
+`start` adds a given solution (a file of the same instance; `memplace lib improve
+--from-best` passes the entry's best known) to the starts, so runs build on each other as
+MIPLIB updates do. A start found by search keeps windows the anneals grew one move at a
+time; msa's allocator re-deriving the windows over its homes can do better (memplace-lib/3's
+albert-base@nnpi: 943.155 -> 939.140 µs), so the given start's homes with msa's windows
+over them are another start (`rewindow`; the other starts have msa's windows already).
 """
 from __future__ import annotations
 
+import math
 import time
 
-from memplace.model.residency import ResidencySolution, lower_bound, simulate
+import numpy as np
+
+from memplace.model.core.errors import SolutionError
+from memplace.model.instance import Instance
+from memplace.model.residency import ResidencySolution, lower_bound, simulate, violations
 from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.machinery import move_loop
+from memplace.solvers.residency.machinery.allocation import assign_windows
 from memplace.solvers.residency.machinery.home_swaps import descend
 from memplace.solvers.residency.machinery.starts import (finish_seconds, milp_start, msa_solution,
                                                          static_homes, static_start)
@@ -51,6 +64,8 @@ PARAMS = {
     "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is "
                                                "another start (0: none)"),
     "offer_every": Param(1.0, float, 0.0, doc="seconds between offers of the best solution"),
+    "start": Param("", str, doc="a residency solution file of this instance to start from as "
+                                "well (\"\": none; `lib improve --from-best` passes the best known)"),
 }
 START_SHARE = 0.15  # of the time left, at most, for msa's start and the static sa's
 REHEAT = (1.0, 0.1, 0.01)
@@ -60,12 +75,40 @@ REHEAT = (1.0, 0.1, 0.01)
 MILP_MAX_OPS = 2000  # start temperatures of the anneals from the best, times t_start
 
 
+def given_start(instance: Instance, path: str) -> ResidencySolution:
+    """The solution in file `path` (memplace-solution/1 or /2) as a start, its latency
+    simulated; ParameterError when it is not a valid solution of `instance`."""
+    try:
+        sol = ResidencySolution.read(path, instance)
+    except SolutionError as exc:
+        raise ParameterError(f"solver 'multistart': start {path}: {exc}") from None
+    problems = violations(instance, sol)
+    if problems:
+        raise ParameterError(f"solver 'multistart': start {path} is not a valid solution of "
+                             f"{instance.name}: {problems[0]}")
+    sol.latency = simulate(instance, sol)
+    return sol
+
+
+def rewindow(instance: Instance, sol: ResidencySolution,
+             deadline: float = math.inf) -> ResidencySolution | None:
+    """msa's allocator's windows over `sol`'s homes (its latency set), or None when they are
+    not valid or not faster than `sol`."""
+    offsets = None if sol.offsets is None else np.asarray(sol.offsets, np.int64)
+    found, _ = assign_windows(instance, np.asarray(sol.placement, np.int64), offsets,
+                              deadline=deadline)
+    if violations(instance, found):
+        return None
+    found.latency = simulate(instance, found)
+    return found if found.latency < sol.latency * (1 - 1e-9) else None
+
+
 @register("multistart", "sa's compiled move loop from msa, the static MILP optimum (with "
           "msa's windows over its homes), the static sa's placement and swaps of same-size "
           "homes, then reheated anneals from the best (iterated local search)", params=PARAMS, problem="residency")
 def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: float,
                      home_rate: float, lead: float, milp_share: float, swap_share: float,
-                     static_moves: int, offer_every: float) -> None:
+                     static_moves: int, offer_every: float, start: str) -> None:
     inst = ctx.instance
     if ctx.time_limit is None:
         raise ParameterError("solver 'multistart' (residency) needs a time limit")
@@ -88,6 +131,12 @@ def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: fl
     if static_moves > 0 and not ctx.should_stop():
         add(static_start(inst, static_moves, int(ctx.rng.integers(2**31)), start_by(START_SHARE)),
             "static_sa")
+    if start:
+        given = given_start(inst, start)
+        add(given, "given")
+        better = rewindow(inst, given, start_by(START_SHARE))
+        if better is not None:
+            add(better, "given_rewindow")
     starts.sort(key=lambda s: s.latency)
     if swap_share > 0 and not ctx.should_stop():
         swapped, tries = descend(inst, starts[0], ctx.rng,

@@ -160,3 +160,19 @@ def test_bounds_command_solves_the_certificates_again_and_writes_no_library(smal
         assert check_lp_dual(inst, cert, valid_latency=entry.best["objective"]) == \
             pytest.approx(cert["bound"], rel=1e-9)
         assert cert["bound"] <= entry.best["objective"]
+
+
+def test_improve_from_best_starts_multistart_from_the_best_known_and_names_it(small_library,
+                                                                              tmp_path):
+    import hashlib
+    from memplace.bench.library.improve import improve_tasks, run_task
+    lib = read_library(_copy(small_library, tmp_path))
+    entry = lib.entry("residency/" + INSTANCE)
+    tasks = improve_tasks(lib, [entry], 2.0, solvers={"residency": ("multistart", "sa")},
+                          certify=False, from_best=True)
+    given = {t.solver: t.params.get("start") for t in tasks}
+    assert given == {"multistart": str(lib.path(entry.best["file"])), "sa": None}
+    outcome = run_task(next(t for t in tasks if t.solver == "multistart"))
+    digest = hashlib.sha256(lib.path(entry.best["file"]).read_bytes()).hexdigest()
+    assert outcome["params"]["start"] == f"sha256:{digest}"  # not the local path
+    assert outcome["objective"] <= entry.best["objective"] * (1 + 1e-9)

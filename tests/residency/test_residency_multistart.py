@@ -16,10 +16,14 @@ from memplace.model import Instance
 from memplace.model.residency import simulate, validate
 from memplace.solvers import load_kernels, solve
 from memplace.solvers.residency.machinery.home_swaps import descend
+from memplace.model.core.errors import ParameterError
+from memplace.model.residency import ResidencySolution
 from memplace.solvers.residency.machinery.starts import milp_start, msa_solution
+from memplace.solvers.residency.multistart import rewindow
 from randominst import random_instance_dict
 
 LIBRARY = Path(__file__).resolve().parents[2] / "instances/library/memplace-lib-2/instances"
+LIBRARY_3 = Path(__file__).resolve().parents[2] / "instances/library/memplace-lib-3"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -120,3 +124,40 @@ def test_output_validates_on_a_committed_library_instance_and_beats_the_static_o
     inst = load(str(LIBRARY / "xla-train@nnpi.json"), "residency")
     result = check(inst, 8.0)
     assert result.latency < 46.225e-6
+
+
+def test_a_given_start_is_a_start_and_the_result_is_never_worse(tmp_path):
+    # the layers instance's 6.6 µs solution (one weight demoted, the others copied through
+    # its slot), which msa's start (9.3 µs) does not reach, given as a file: the run keeps it
+    inst = layers()
+    found, _ = descend(inst, milp_start(inst, time.perf_counter() + 5.0),
+                       np.random.default_rng(0), time.perf_counter() + 30, 200)
+    assert found.latency == pytest.approx(6.6e-6)
+    path = tmp_path / "start.json"
+    found.write(path, inst)
+    result = check(inst, 1.0, start=str(path), static_moves=0, milp_share=0.0, swap_share=0.0)
+    assert result.notes["start_given"] == pytest.approx(6.6)
+    assert result.latency <= found.latency * (1 + 1e-12)
+
+
+def test_a_start_that_is_not_a_valid_solution_is_refused_naming_it(tmp_path):
+    inst = layers()
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "memplace-solution/2", "instance": "layers@test", '
+                   '"placement": ["SRAM", "SRAM", "SRAM", "SRAM", "SRAM", "SRAM"], "windows": []}')
+    with pytest.raises(ParameterError, match="bad.json"):
+        solve(inst, "multistart", time_limit=1.0, problem="residency", start=str(bad))
+
+
+def test_rewindow_re_derives_better_windows_over_a_searched_solutions_homes():
+    # memplace-lib/3's best known of albert-base@nnpi (sa's windows, 943.155 µs): msa's
+    # allocator over the same homes finds 939.140 µs; over its own windows, nothing better
+    inst = load(str(LIBRARY_3 / "instances/zoo_albert-base@nnpi.json"), "residency")
+    best = ResidencySolution.read(LIBRARY_3 / "solutions/residency/zoo_albert-base@nnpi.json", inst)
+    best.latency = simulate(inst, best)
+    assert best.latency == pytest.approx(943.155e-6, rel=1e-6)
+    better = rewindow(inst, best)
+    assert better is not None and validate(inst, better).valid
+    assert list(better.placement) == list(best.placement)
+    assert better.latency == pytest.approx(939.140e-6, rel=1e-6)
+    assert rewindow(inst, better) is None
