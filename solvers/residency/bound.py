@@ -240,6 +240,10 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
     proved = on_bound or (lambda seconds: None)
     began = time.perf_counter()
     deadline = math.inf if time_limit is None else began + time_limit
+    notes: dict = {}
+    bound = lower_bound(inst)  # the model's closed-form bounds (model/residency/bounds.py):
+    proved(bound)  # first, as they are proven at once, whatever the time limit cuts short
+    notes["closed_form_bound"] = bound
     place, offsets = static_homes(inst, "compiler")
     best = ResidencySolution(inst.name, place, offsets)
     best.latency = simulate(inst, best)
@@ -249,10 +253,6 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
         found(sol)
         if sol.latency < best.latency:
             best = sol
-    notes: dict = {}
-    bound = lower_bound(inst)  # the model's closed-form bounds (model/residency/bounds.py)
-    proved(bound)
-    notes["closed_form_bound"] = bound
     incumbent = None
     big = estimated_columns(inst) > MAX_COLUMNS
     # The horizon bound (horizon_bound.py: the delivery relaxation, which follows where

@@ -111,3 +111,24 @@ def test_gap_stages_get_only_the_time_left_of_the_budget(monkeypatch):
     got = certified_gap(inst, 10.0, began=time.perf_counter() - 10.0)  # nothing left
     assert [(n, lim) for n, lim, _ in calls if n in ("milp", "bound", "sa")] == [("bound", MIN_STAGE_S)]
     assert got.found_by.startswith("bound") and 0 < got.bound <= got.latency
+
+
+def test_gap_falls_back_to_the_closed_form_bounds_when_the_bound_run_proved_none(monkeypatch):
+    """A `bound` run stopped before it proved anything (its thread cut off by solve()'s
+    hard stop at 10^4 ops) leaves the closed-form bounds, never an error."""
+    import memplace.solvers as solvers
+    from memplace.bench.certified_gap import certified_gap
+    from memplace.model.residency import lower_bound
+    inst = load("synth-100@nnpi", problem="residency")
+    real = solvers.solve
+
+    def no_bound(instance, name, **kwargs):
+        result = real(instance, name, **kwargs)
+        if name == "bound":
+            result.lower_bound = None
+        return result
+
+    monkeypatch.setattr(solvers, "solve", no_bound)
+    got = certified_gap(inst, 10.0, began=time.perf_counter() - 10.0)
+    assert got.bound == lower_bound(inst) and got.bound_by == "closed-form bounds"
+    assert got.bound <= got.latency
