@@ -343,3 +343,34 @@ def sa_speed(inst: Instance, seconds: float, engines=("python", "compiled"), see
         out.append(SaSpeed(engine, int(res.notes.get("moves", 0)), float(res.notes.get("anneal_s", 0.0)),
                            res.latency, msa))
     return out
+
+
+@dataclass
+class GaSpeed:
+    engine: str
+    evaluations: int  # chromosomes decoded by msa's allocator and simulated
+    decode_s: float  # seconds spent evaluating them (the GA's operators left out)
+    latency: float
+    msa_latency: float
+
+    @property
+    def per_s(self) -> float:
+        return self.evaluations / self.decode_s if self.decode_s > 0 else 0.0
+
+
+def ga_speed(inst: Instance, seconds: float, engines=("python", "compiled"), seed: int = 0) -> list[GaSpeed]:
+    """`ga` run through solve() for `seconds` with each decoder (msa's allocator in plain
+    Python, compiled), homes slowest and compiler only (no static sa start, so that the
+    seconds go to evaluations), after a short warm run that loads its kernels: chromosomes
+    evaluated per second of evaluating, and the latency reached."""
+    from memplace.solvers import solve
+    msa = solve(inst, "msa", time_limit=None, problem="residency", homes="best").latency
+    out = []
+    for engine in engines:
+        solve(inst, "ga", time_limit=None, problem="residency", engine=engine, generations=1,
+              static_moves=0)
+        res = solve(inst, "ga", time_limit=seconds, problem="residency", seed=seed, engine=engine,
+                    static_moves=0)
+        out.append(GaSpeed(engine, int(res.notes.get("decoded", 0)),
+                           float(res.notes.get("decode_s", 0.0)), res.latency, msa))
+    return out

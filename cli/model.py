@@ -58,13 +58,16 @@ def validate_command(instance: str, solution: str) -> None:
 @click.option("--sa-seconds", type=click.FloatRange(0, Seconds.MAX), default=0.0, show_default=True,
               help="also run `sa` this long and print its moves per second (0: no); with "
                    "--problem residency, once with each move loop (python, compiled)")
+@click.option("--ga-seconds", type=click.FloatRange(0, Seconds.MAX), default=0.0, show_default=True,
+              help="with --problem residency: also run `ga` this long with each decoder (python, "
+                   "compiled) and print its evaluations per second (0: no)")
 @click.option("--seconds", type=click.FloatRange(0.1, Seconds.MAX), default=30.0, show_default=True,
               help="with --scaling --problem residency: seconds of sa and of the bound per size")
 @click.option("--out", type=click.Path(file_okay=False), default="results/residency-scale",
               show_default=True, help="with --scaling --problem residency: where the table goes")
 def perf_command(instance: str | None, population: int, moves: int, scaling: bool, sizes: str,
                  folder: str | None, problem_name: str, changes: int, sa_seconds: float,
-                 seconds: float, out: str) -> None:
+                 ga_seconds: float, seconds: float, out: str) -> None:
     """Measure the cost model on INSTANCE (the last line is machine-readable), or with
     --scaling how every step grows with the instance size; --problem residency measures
     the residency simulator instead."""
@@ -78,7 +81,7 @@ def perf_command(instance: str | None, population: int, moves: int, scaling: boo
     if instance is None:
         raise click.UsageError("give an INSTANCE, or --scaling")
     if problem_name == "residency":
-        _perf_residency(instance, changes, sa_seconds)
+        _perf_residency(instance, changes, sa_seconds, ga_seconds)
         return
     inst = load_instance(instance)
     figures = measure(inst, population=population, moves=moves)
@@ -153,7 +156,7 @@ def _perf_scaling(sizes: str, moves: int, folder: str | None) -> None:
                f"formulate + HiGHS model, no solve.")
 
 
-def _perf_residency(instance: str, changes: int, sa_seconds: float) -> None:
+def _perf_residency(instance: str, changes: int, sa_seconds: float, ga_seconds: float) -> None:
     from memplace.bench.perf_residency import measure
     inst = load_instance(instance)
     f = measure(inst, changes=changes)
@@ -179,6 +182,15 @@ def _perf_residency(instance: str, changes: int, sa_seconds: float) -> None:
                        f"{r.anneal_s:.2f} s of annealing), latency {r.latency / r.msa_latency:.4f}x msa's")
         if len(runs) == 2 and runs[0].per_s > 0:
             click.echo(f"sa, compiled/python  {runs[1].per_s / runs[0].per_s:10.1f}x the evaluations per second")
+    if ga_seconds > 0:
+        from memplace.bench.perf_residency import ga_speed
+        runs = ga_speed(inst, ga_seconds)
+        for r in runs:
+            click.echo(f"ga, {r.engine:<8} {ga_seconds:g} s {r.per_s:12,.0f} evaluations/s ({r.evaluations} "
+                       f"chromosomes decoded and simulated in {r.decode_s:.2f} s), latency "
+                       f"{r.latency / r.msa_latency:.4f}x msa's")
+        if len(runs) == 2 and runs[0].per_s > 0:
+            click.echo(f"ga, compiled/python  {runs[1].per_s / runs[0].per_s:10.1f}x the evaluations per second")
     click.echo(f.line())
 
 

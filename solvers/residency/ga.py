@@ -14,7 +14,7 @@ from memplace.solvers.residency.machinery.evolution import PARAMS, evolve, offer
           problem="residency")
 def solve_ga(ctx: SearchContext, population: int, generations: int, elite: int, tournament: int,
              cxpb: float, moves: float, lead_indpb: float, lead_sigma: float,
-             static_moves: int) -> None:
+             static_moves: int, engine: str) -> None:
     offer_msa(ctx)
     ctx.notes["generations"] = evolve(ctx, population, generations, elite, tournament, cxpb, moves,
-                                      lead_indpb, lead_sigma, static_moves)
+                                      lead_indpb, lead_sigma, static_moves, engine)

@@ -66,8 +66,8 @@ def planner_name(name: str) -> str | None:
           problem="residency")
 def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: int,
                  tournament: int, cxpb: float, moves: float, lead_indpb: float, lead_sigma: float,
-                 static_moves: int, planner: str, planner_s: float, sa_iterations: int,
-                 sa_share: float, inject_every: int) -> None:
+                 static_moves: int, engine: str, planner: str, planner_s: float,
+                 sa_iterations: int, sa_share: float, inject_every: int) -> None:
     inst = ctx.instance
     chosen = planner_name(planner)
     ctx.notes["planner"] = chosen or "none"
@@ -103,5 +103,5 @@ def solve_hybrid(ctx: SearchContext, population: int, generations: int, elite: i
         return out
 
     ctx.notes["generations"] = evolve(ctx, population, generations, elite, tournament, cxpb, moves,
-                                      lead_indpb, lead_sigma, static_moves, inject)
+                                      lead_indpb, lead_sigma, static_moves, engine, inject)
     ctx.notes["injected"] = dict(injected)

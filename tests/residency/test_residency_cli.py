@@ -69,3 +69,12 @@ def test_perf_residency_prints_the_simulator_figures():
     fields = dict(kv.split("=") for kv in last.split()[1:])
     assert float(fields["kernel_ns"]) > 0 and float(fields["incremental_ns"]) > 0
     assert "kernel/C" in result.output or fields["c_ns"] == "nan"
+
+
+def test_perf_residency_prints_ga_evaluations_per_second_with_each_decoder():
+    result = _run("perf", "unet@nnpi", "--problem", "residency", "--changes", "20",
+                  "--ga-seconds", "0.5")
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[1]: line for line in result.output.splitlines() if line.startswith("ga, ")}
+    assert {"python", "compiled", "compiled/python"} <= set(lines)
+    assert float(lines["compiled"].split()[4].replace(",", "")) > 0

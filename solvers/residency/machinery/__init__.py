@@ -5,7 +5,9 @@
 - `layout.py`: `sa`'s solution kept valid under local changes;
 - `cost_analysis.py`: XLA's cost analysis over fixed homes and msa's buffer order;
 - `interval_picker.py`, `allocation.py`: msa's allocator (XLA's prefetch interval
-  picker and the window assignment over given homes);
+  picker and the window assignment over given homes), run by one Numba kernel
+  (`allocation_kernel.py`) that equals its plain-Python reference (`allocation_reference.py`,
+  on `interval_picker.py` and `fast_memory.py`); `msa` and the GA's decoder use it;
 - `starts.py`: the starting solutions every residency search shares (msa's, the static
   optimum with windows);
 - `home_swaps.py`: swaps of equal-size homes and demotions, judged with msa's windows over

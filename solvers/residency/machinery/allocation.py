@@ -1,29 +1,38 @@
-"""Memory-space assignment over fixed homes: the allocator shared by `msa` and the GA.
+"""Memory-space assignment over fixed homes: the allocator shared by `msa` and the GA, compiled.
 
 XLA's `AllocateSegment` loop (see `msa.py` for the rules and the choices made where XLA
 has no counterpart): buffers in decreasing memory boundedness, each use kept in fast
 memory without a copy, evicted or prefetched with a start from the cost-analysis
 interval picker, chunks placed best-fit, every window checked on the incremental
 simulator. It lives below both solvers so that neither imports the other: `msa` runs
-it in XLA's order with XLA's picker; the residency GA (`ga.py`) decodes a chromosome
-with it, giving its own buffer `order` and a per-buffer `preferred` overlap (the
-prefetch lead, in copy times).
+it in XLA's order with XLA's picker; the residency GA (`evolution.py`) decodes every
+chromosome with it, giving its own buffer `order` and a per-buffer `preferred` overlap
+(the prefetch lead, in copy times).
+
+The loop runs in one Numba kernel (`allocation_kernel.py`; `allocation_reference.py` is
+the plain-Python reference it equals). An `Allocator` sets up what depends on the homes
+alone once (the cost analysis, the homes' bookings, the simulation without windows) and
+runs any order and leads from copies of it, so a decoder pays the set-up once per homes.
 """
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window
-from memplace.model.residency.simulation import Simulation
+from memplace.model.residency import kernels
+from memplace.model.residency.encoding import Checkpoints, empty_checkpoints, encode, initial_state, sim_of
+from memplace.solvers.residency.machinery import allocation_kernel as ak
 from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
-from memplace.solvers.residency.machinery.fast_memory import FastMemory
-from memplace.solvers.residency.machinery.interval_picker import IntervalPicker
+
+_EMPTY = np.zeros(0)
+_NO_DONE = np.zeros((0, 0), np.int64)
+SLICE_SECONDS = 0.02  # with a deadline, the kernel runs slices of the order about this long
 
 
 @dataclass
@@ -47,19 +56,6 @@ class MsaStats:
         return dict(self.__dict__)
 
 
-@dataclass
-class _Open:
-    """A window being built: its level, ops and reservation key."""
-
-    key: tuple[int, int]
-    level: int
-    start: int
-    first: int
-    last: int
-    defining: bool
-    evict: tuple[int, int] | None = None
-
-
 def checkpoint_interval(instance: Instance) -> int:
     """Ops between the incremental simulator's checkpoints during an allocation: a kept
     window rewrites the checkpoints after it (about n_ops / K of them) and a tried one
@@ -67,142 +63,145 @@ def checkpoint_interval(instance: Instance) -> int:
     return max(2, int(math.sqrt(instance.n_ops) / 2))
 
 
-class _Assignment:
-    """One run of memory-space assignment over fixed homes."""
+def _copy(record):
+    return type(record)(*(a.copy() for a in record))
+
+
+class Allocator:
+    """msa's allocator over fixed homes (a valid static placement and its offsets, None
+    without addressed levels), with the picker's `min` and `max` overlap ratios and at
+    most `max_repacks` best-fit repacks of an addressed level per run."""
 
     def __init__(self, instance: Instance, homes: np.ndarray, home_offsets: np.ndarray | None,
-                 picker_ratios: tuple[float, float, float], max_repacks: int):
+                 min_overlap: float = 0.8, max_overlap: float = 10.0, max_repacks: int = 16):
         i = self.instance = instance
         self.homes = np.array(homes, np.int64)
         self.home_offsets = None if home_offsets is None else np.array(home_offsets, np.int64)
-        self.costs = CostAnalysis(i, self.homes)
-        self.picker = IntervalPicker(self.costs.elapsed, *picker_ratios)
-        # what each access saves served by each faster level (rows: levels)
-        self.savings = np.array([self.costs.access_savings(l) for l in range(i.n_levels - 1)])
-        self.fast = FastMemory(i, max_repacks)
-        slowest = i.n_levels - 1
-        for t in range(i.n_tensors):  # homes in fast levels take their space first
-            h = int(self.homes[t])
-            if h < slowest:
-                offset = None if self.home_offsets is None else int(self.home_offsets[t])
-                self.fast.book(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
-                               offset)
-        self.sim = Simulation(i, self.homes, [], K=checkpoint_interval(i))
-        self.kept: list[_Open] = []
-        self.stats = MsaStats()
+        self.max_repacks = max_repacks
+        costs = CostAnalysis(i, self.homes)
+        cum = np.zeros(i.n_ops + 1, np.float64)  # as `IntervalPicker.cum`
+        np.cumsum(costs.elapsed, out=cum[1:])
+        A = i.access_op.shape[0]
+        savings = np.array([costs.access_savings(l) for l in range(i.n_levels - 1)],
+                           np.float64).reshape(i.n_levels - 1, A)
+        producer = np.array([-1 if x["producer"] is None else int(x["producer"]) for x in i.tensors],
+                            np.int64)
+        self.rules = ak.Rules(np.asarray(i.start, np.int64), np.asarray(i.end, np.int64),
+                              np.asarray(i.size, np.int64), producer, self.homes, i.tensor_ptr,
+                              i.tensor_access, i.access_op, np.asarray(i.copy_bandwidth, np.float64),
+                              savings, cum, np.array([min_overlap, max_overlap], np.float64))
+        self.accesses = np.diff(i.tensor_ptr).astype(np.int64)
+        self.K = checkpoint_interval(i)
+        self._room = 0  # the bookings and window slots the templates have room for
+        self._fit(2 * i.n_tensors + A)
 
-    # ----------------------------------------------------------------- one tensor
-    def assign(self, t: int, preferred: float | None = None) -> None:
-        """AllocateSegment for every access of tensor t, in time order; `preferred`
-        replaces the picker's preferred overlap (copy times) for this tensor alone."""
-        picker = self.picker
-        if preferred is not None:
-            picker = replace(picker, preferred_ratio=float(preferred))
-        self.cur_picker = picker
-        i, fast = self.instance, self.fast
-        h = int(self.homes[t])
-        size = int(i.size[t])
-        copy_s = size / float(i.copy_bandwidth[h])
-        max_el = [picker.max_elapsed(float(i.capacity[l]), float(i.copy_bandwidth[h]))
-                  for l in range(h)]
-        p = i.tensors[t]["producer"]
-        p = -1 if p is None else int(p)
-        accesses = i.tensor_access[i.tensor_ptr[t]:i.tensor_ptr[t + 1]]  # in op order
-        ops = i.access_op[accesses].tolist()
-        savings = self.savings[:h, accesses].T.tolist()  # per access, per faster level
-        live_lo = int(i.start[t])
-        self.valid = 0 if p < 0 else p + 1  # first op the home holds the data
-        self.prev_hold = -1  # last op occupied by the previous window of t
-        cur: _Open | None = None
-        if p >= 0:
-            for l in range(h):
-                if fast.allocate((t, p), l, p, p, size):
-                    cur = _Open((t, p), l, p, p, p, True)
-                    break
-        for k, saving in zip(ops, savings):
-            if k == p:
-                continue
-            if cur is not None:
-                if picker.no_copy_ok(cur.start, k, max_el[cur.level]) and \
-                        fast.extend(cur.key, cur.start, k):
-                    cur.last = k
-                    continue
-                self._close(t, cur, copy_s, next_use=k)
-                cur = None
-            cur = self._prefetch(t, k, max(self.valid, self.prev_hold + 1, live_lo), saving,
-                                 copy_s, max_el)
-        if cur is not None:
-            self._close(t, cur, copy_s, next_use=None)
-
-    def _prefetch(self, t: int, k: int, lo: int, saving: list[float], copy_s: float,
-                  max_el: list[float]) -> _Open | None:
-        """A prefetch of t for its use at op k starting at or after op `lo`: the fastest
-        level where the use saves time and a start the picker proposes has room."""
-        size = int(self.instance.size[t])
-        for l, saved in enumerate(saving):
-            if saved <= 0:
-                continue
-            for s in self.cur_picker.iter_starts(copy_s, lo, k, max_el[l], saved):
-                if self.fast.allocate((t, s), l, s, k, size):
-                    return _Open((t, s), l, s, k, k, False)
-        return None
-
-    def _close(self, t: int, win: _Open, copy_s: float, next_use: int | None) -> None:
-        """Finish a window: evict a defining one when a later access needs the home, then
-        keep it only if the simulator says it lowers the latency."""
-        fast = self.fast
-        if win.defining and next_use is not None:
-            issue = win.start + 1  # XLA starts an eviction as soon as the value is defined
-            due = max(self.cur_picker.eviction_due(copy_s, issue, next_use), win.last + 1, issue + 1)
-            if due > next_use or not fast.extend(win.key, win.start, max(win.last, due - 1)):
-                fast.release(win.key)
-                return
-            win.evict = (issue, due)
-        window = Window(t, win.level, win.start, win.first, win.last, None, win.evict)
-        latency = self.sim.try_change(len(self.sim.windows), window)
-        if not latency < self.sim.latency:
-            self.sim.reject()
-            fast.release(win.key)
-            self.stats.rejected += 1
+    def _fit(self, windows: int) -> None:
+        """Templates (the homes booked, the simulation without windows) with room for
+        `windows` windows."""
+        if windows <= self._room:
             return
-        self.sim.accept()
-        self.kept.append(win)
-        self.prev_hold = window.hold
-        if win.evict is not None:
-            self.valid = win.evict[1]
+        i, T = self.instance, self.instance.n_tensors
+        L, n = i.n_levels, i.n_ops
+        M = T + windows
+        level = np.full(M, -1, np.int64)
+        lo, hi, size, offset = (np.zeros(M, np.int64) for _ in range(4))
+        nxt, prv = np.full(M, -1, np.int64), np.full(M, -1, np.int64)
+        head, tail = np.full(L, -1, np.int64), np.full(L, -1, np.int64)
+        booked = np.flatnonzero(self.homes < L - 1)  # homes in fast levels take their space first
+        level[booked], lo[booked], hi[booked] = self.homes[booked], i.start[booked], i.end[booked]
+        size[booked] = i.size[booked]
+        offset[:T] = -1 if self.home_offsets is None else self.home_offsets
+        diff = np.zeros((L, n + 1), np.int64)
+        np.add.at(diff, (level[booked], lo[booked]), size[booked])
+        np.add.at(diff, (level[booked], hi[booked] + 1), -size[booked])
+        load = np.ascontiguousarray(np.cumsum(diff, axis=1)[:, :n])
+        for l in np.flatnonzero(i.addressed):  # each level's bookings in tensor order
+            ids = booked[self.homes[booked] == l]
+            if ids.size:
+                nxt[ids[:-1]], prv[ids[1:]] = ids[1:], ids[:-1]
+                head[l], tail[l] = ids[0], ids[-1]
+        self.occupancy = ak.Occupancy(load, np.asarray(i.capacity, np.int64),
+                                      np.asarray(i.alignment, np.int64),
+                                      np.asarray(i.addressed, np.int64), level, lo, hi, size, offset,
+                                      nxt, prv, head, tail, np.array([T, 0, 0], np.int64),
+                                      np.zeros((M, 2), np.int64))
+        self.enc = encode(i, self.homes, [], slots=windows)
+        self.ck = empty_checkpoints(i, self.K)
+        state = initial_state(i)
+        self.latency = float(kernels.run_kernel(sim_of(i), self.enc, state, 0, self.K, self.ck, True,
+                                                -1, self.ck, np.zeros(2 * L, np.int64), 0.0, _EMPTY,
+                                                _EMPTY, _NO_DONE))
+        self._room = windows
 
-    # ------------------------------------------------------------------ result
-    def solution(self) -> ResidencySolution:
+    def run(self, order: Sequence[int] | np.ndarray, preferred: np.ndarray,
+            deadline: float = math.inf) -> tuple[ResidencySolution, MsaStats]:
+        """Windows for every tensor of `order` in turn, `preferred[t]` tensor t's preferred
+        overlap in copy times. At `deadline` (a `time.perf_counter()` value) the buffers not
+        yet seen stay in their homes (every window kept so far is valid on its own)."""
+        i = self.instance
+        order = np.ascontiguousarray(order, np.int64)
+        preferred = np.ascontiguousarray(preferred, np.float64)
+        W = int(self.accesses[order].sum()) + order.size  # at most a window per access and one more
+        self._fit(W)
+        occ = _copy(self.occupancy)
+        occ.meta[1] = self.max_repacks
+        enc, ck = _copy(self.enc), _copy(self.ck)
+        scratch = Checkpoints(*(np.empty_like(a) for a in ck))
+        state = initial_state(i)
+        L = i.n_levels
+        pro = ak.Progress(np.zeros((W, ak.KEPT), np.int64), np.zeros(4, np.int64),
+                          np.array([self.latency]), np.full(7, -1, np.int64), np.full(7, -1, np.int64),
+                          np.zeros(L))
+        args = (self.rules, occ, pro, sim_of(i), enc, state, ck, scratch, self.K,
+                np.zeros(2 * L, np.int64))
+        stats = MsaStats()
+        if math.isinf(deadline):
+            status = ak.assign_kernel(*args, order, preferred)
+        else:  # slices of the order, about SLICE_SECONDS each, the clock read between them
+            j, step, status = 0, 1, ak.OK
+            while j < order.size and status == ak.OK:
+                if time.perf_counter() >= deadline:
+                    stats.truncated = True
+                    break
+                began = time.perf_counter()
+                status = ak.assign_kernel(*args, order[j:j + step], preferred)
+                j += step
+                took = time.perf_counter() - began
+                step = max(1, int(step * min(4.0, SLICE_SECONDS / max(took, 1e-6))))
+        if status != ak.OK:
+            raise AssertionError("replaying a kept window gave another latency than its try")
+        return self._solution(occ, pro, stats), stats
+
+    def _solution(self, occ: ak.Occupancy, pro: ak.Progress, stats: MsaStats) -> ResidencySolution:
         """Homes (whole-life defining windows become fast homes) and windows with the
-        offsets the chunks ended at."""
-        i, fast, stats = self.instance, self.fast, self.stats
+        offsets their bookings ended at."""
+        i = self.instance
         homes = self.homes.copy()
         offsets = None
+        addressed = np.asarray(i.addressed, bool)
         if i.has_addressed_levels:
             offsets = (self.home_offsets.copy() if self.home_offsets is not None
                        else np.full(i.n_tensors, -1, np.int64))
-            for t in range(i.n_tensors):
-                key = ("home", t)
-                if key in fast.booked and fast.offset(key) is not None:
-                    offsets[t] = fast.offset(key)
+            at = np.flatnonzero((homes < i.n_levels - 1) & addressed[homes])
+            offsets[at] = occ.offset[at]
         windows = []
-        for win in self.kept:
-            t = win.key[0]
-            offset = fast.offset(win.key)
-            if (win.defining and win.evict is None and win.first == int(i.start[t])
-                    and win.last == int(i.end[t])):
-                homes[t] = win.level
+        for t, level, start, first, last, issue, due, b, defining in pro.kept[:pro.meta[0]].tolist():
+            offset = int(occ.offset[b]) if addressed[level] else None
+            if defining and issue < 0 and first == int(i.start[t]) and last == int(i.end[t]):
+                homes[t] = level
                 if offsets is not None:
                     offsets[t] = -1 if offset is None else offset
                 stats.fast_homes += 1
                 continue
-            windows.append(Window(t, win.level, win.start, win.first, win.last, offset, win.evict))
+            windows.append(Window(t, level, start, first, last, offset,
+                                  None if issue < 0 else (issue, due)))
         windows.sort(key=lambda w: (w.tensor, w.start))
         stats.windows = len(windows)
         stats.prefetches = sum(w.is_prefetch for w in windows)
         stats.evictions = sum(w.evict is not None for w in windows)
         stats.defining = sum(not w.is_prefetch for w in windows)
-        stats.repacks = fast.repacks
+        stats.rejected = int(pro.meta[2])
+        stats.repacks = int(occ.meta[2])
         return ResidencySolution(i.name, homes, offsets, tuple(windows))
 
 
@@ -215,14 +214,12 @@ def assign_windows(instance: Instance, homes: np.ndarray, home_offsets: np.ndarr
     """Memory-space assignment over fixed homes: every tensor of `order` (default: the
     decreasing memory boundedness of `cost_analysis.buffer_order`) gets its windows in turn;
     `preferred[t]`, when given, is tensor t's own preferred overlap in copy times (its
-    prefetch lead). At `deadline` (a `time.perf_counter()` value) the buffers not yet
-    seen stay in their homes (every window kept so far is valid on its own). Returns the
-    solution and what was done."""
-    run = _Assignment(instance, homes, home_offsets, (min_overlap, preferred_overlap, max_overlap),
-                      max_repacks)
-    for t in (buffer_order(instance, run.homes).tolist() if order is None else order):
-        if time.perf_counter() >= deadline:
-            run.stats.truncated = True
-            break
-        run.assign(int(t), None if preferred is None else float(preferred[t]))
-    return run.solution(), run.stats
+    prefetch lead; default `preferred_overlap`). At `deadline` (a `time.perf_counter()`
+    value) the buffers not yet seen stay in their homes (every window kept so far is valid
+    on its own). Returns the solution and what was done."""
+    run = Allocator(instance, homes, home_offsets, min_overlap, max_overlap, max_repacks)
+    if order is None:
+        order = buffer_order(instance, run.homes)
+    leads = (np.full(instance.n_tensors, float(preferred_overlap)) if preferred is None
+             else np.asarray(preferred, np.float64))
+    return run.run(order, leads, deadline)

@@ -16,9 +16,9 @@ from, as TelaMalloc's and the genetic schedulers' decoders do:
   (XLA's default memory), 1 = the static `compiler` placement, 2 = the static `sa`'s
   placement after `static_moves` moves (`starts.static_homes`; left out when 0).
 
-`decode` runs `allocation.assign_windows` with that order and those leads, so every
-decoded solution is valid by construction (the allocator's capacity, best-fit offsets
-and rules), and its fitness is the simulated latency (section 11). The population starts
+`decode` runs msa's compiled allocator (`allocation.Allocator`, set up once per homes)
+with that order and those leads, so every decoded solution is valid by construction
+(the allocator's capacity, best-fit offsets and rules), and its fitness is the simulated latency (section 11). The population starts
 with msa's own chromosomes (XLA's order, lead 1.5, every homes) and their mutants; msa's
 solution (run through `solve()`) is offered first, so the result is never worse than it.
 
@@ -41,7 +41,8 @@ from deap import base, creator, tools
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
 from memplace.solvers import Param, SearchContext
-from memplace.solvers.residency.machinery.allocation import assign_windows
+from memplace.solvers.residency.machinery.allocation import Allocator
+from memplace.solvers.residency.machinery.allocation_reference import assign_windows_reference
 from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
 from memplace.solvers.residency.machinery.starts import finish_seconds, msa_solution, static_homes
 
@@ -51,6 +52,7 @@ if not hasattr(creator, "DecoderIndividual"):
     creator.create("DecoderIndividual", list, fitness=creator.ResidencyFitness)
 
 MIN_OVERLAP, PREFERRED, MAX_OVERLAP = 0.8, 1.5, 10.0  # msa's picker ratios (docs/spec.md section 12)
+ENGINES = ("compiled", "python")
 PARAMS = {
     "population": Param(16, int, 2, doc="chromosomes per generation"),
     "generations": Param(1000, int, 1, doc="generations (the time limit may stop earlier)"),
@@ -62,6 +64,9 @@ PARAMS = {
     "lead_sigma": Param(0.4, float, 0.0, doc="sigma of a lead's log-normal mutation step"),
     "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is the "
                                                "third homes (0: slowest and compiler only)"),
+    "engine": Param("compiled", str, choices=ENGINES,
+                    doc="the decoder: compiled (msa's allocator in Numba, allocation.py) or python "
+                        "(its plain-Python reference, allocation_reference.py): the same solutions"),
 }
 
 
@@ -69,8 +74,9 @@ class Decoder:
     """Chromosome -> residency solution through msa's allocator, with both homes at hand."""
 
     def __init__(self, instance: Instance, static_moves: int = 0, seed: int = 0,
-                 deadline: float = math.inf):
+                 deadline: float = math.inf, engine: str = "compiled"):
         i = self.instance = instance
+        self.engine = engine
         self.deadline = deadline  # decoding stops allocating here (`assign_windows`)
         self.homes = [static_homes(i, "all-slowest"), static_homes(i, "compiler")]
         if static_moves > 0:
@@ -79,6 +85,7 @@ class Decoder:
                                            seed=seed, moves=static_moves))
         self.buffers = np.array(buffer_order(i, self.homes[0][0]), np.int64)
         self.position = {int(t): j for j, t in enumerate(self.buffers)}
+        self.allocators: dict[int, Allocator] = {}  # per homes: set up once, run per chromosome
 
     def msa_chromosome(self, homes: int) -> list:
         """msa's own decisions: XLA's order over these homes (the other buffers after them),
@@ -92,13 +99,17 @@ class Decoder:
 
     def decode(self, chromosome: Sequence) -> ResidencySolution:
         order, leads, homes = chromosome
-        place, offsets = self.homes[int(homes)]
+        homes = int(homes)
         preferred = np.full(self.instance.n_tensors, PREFERRED)
         preferred[self.buffers] = leads
-        sol, _ = assign_windows(self.instance, place, offsets, MIN_OVERLAP, PREFERRED, MAX_OVERLAP,
-                                order=self.buffers[order], preferred=preferred,
-                                deadline=self.deadline)
-        return sol
+        if self.engine == "python":
+            return assign_windows_reference(self.instance, *self.homes[homes], MIN_OVERLAP,
+                                            PREFERRED, MAX_OVERLAP, order=self.buffers[order],
+                                            preferred=preferred, deadline=self.deadline)[0]
+        if homes not in self.allocators:
+            self.allocators[homes] = Allocator(self.instance, *self.homes[homes], MIN_OVERLAP,
+                                               MAX_OVERLAP)
+        return self.allocators[homes].run(self.buffers[order], preferred, self.deadline)[0]
 
     def encode(self, solution: ResidencySolution) -> list:
         """An approximate chromosome of any solution (the hybrid's injections): buffers with
@@ -172,11 +183,13 @@ def select(pop: list, k: int, size: int, rng: np.random.Generator) -> list:
 # ---------------------------------------------------------------------- the search
 def evolve(ctx: SearchContext, population: int, generations: int, elite: int, tournament: int,
            cxpb: float, moves: float, lead_indpb: float, lead_sigma: float, static_moves: int,
-           inject: Callable[[int], list[ResidencySolution]] | None = None) -> int:
+           engine: str, inject: Callable[[int], list[ResidencySolution]] | None = None) -> int:
     """Run the GA; `inject(gen)` (the hybrid) returns solutions whose chromosomes replace the
-    weakest of each generation. Returns the generations run."""
+    weakest of each generation. Returns the generations run; `ctx.notes` get the chromosomes
+    evaluated and the seconds spent evaluating them (decoding and simulating)."""
     inst, rng = ctx.instance, ctx.rng
-    dec = Decoder(inst, static_moves, int(rng.integers(2**31)), ctx.deadline - finish_seconds(inst))
+    dec = Decoder(inst, static_moves, int(rng.integers(2**31)), ctx.deadline - finish_seconds(inst),
+                  engine)
     tb = base.Toolbox()
     tb.register("mate", cx_order, rng=rng)
     tb.register("mutate", mutate, rng=rng, moves=moves, lead_indpb=lead_indpb, lead_sigma=lead_sigma,
@@ -184,8 +197,11 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
     tb.register("select", select, size=tournament, rng=rng)
     fame = tools.HallOfFame(1, similar=lambda a, b: a is b)  # arrays inside: identity
 
+    decoded = {"decoded": 0, "decode_s": 0.0}
+
     def evaluate(pop: list) -> None:
         fresh = [c for c in pop if not c.fitness.valid]
+        began = time.perf_counter()
         for c in fresh:
             if ctx.should_stop() and fame:
                 c.fitness.values = (float("inf"),)
@@ -194,6 +210,8 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
             lat = simulate(inst, sol)
             c.fitness.values = (lat,)
             ctx.offer(sol, lat)
+            decoded["decoded"] += 1
+        decoded["decode_s"] += time.perf_counter() - began
         ctx.count(len(fresh))
         fame.update([c for c in pop if c.fitness.values[0] < float("inf")])
 
@@ -222,6 +240,7 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
         pop = pop[:elite] + children[:population - elite]
         evaluate(pop)
         gen += 1
+    ctx.notes.update(decoded)
     return gen
 
 

@@ -1,0 +1,460 @@
+"""msa's allocator compiled: XLA's `AllocateSegment` loop over fixed homes in one Numba kernel.
+
+`allocation_reference.py` is the plain-Python reference (`IntervalPicker`, `FastMemory`,
+`Simulation` called once per step); this module computes exactly what it computes, in
+the same float order, so both give the same windows, offsets and latency (the tests hold
+one against the other). `assign_kernel` takes buffers in the given order, each with its
+own preferred overlap, over three records of arrays:
+
+- `Rules` (the instance and the homes as the allocator reads them): live ranges, sizes,
+  producers, homes, the access index, the copy bandwidths, what each access saves served
+  by each faster level (`CostAnalysis.access_savings`), and the picker's prefix sums of
+  the op times with the homes (`IntervalPicker.cum`) and its `min`/`max` ratios;
+- `Occupancy` (`FastMemory` as arrays): the load of every level per op and one booking
+  per id (the home of tensor t is id t, windows take ids T, T+1, ... as they are
+  allocated), the bookings of each addressed level in booking order as a linked list (a
+  repack hands them to the packing library's best fit in that order, as `FastMemory`
+  hands its dict);
+- `Progress`: the windows kept so far (rows `tensor, level, start, first, last, evict
+  issue, evict due, booking id, defining`), counters, and the incremental simulator's
+  records (`Sim`, `Enc`, `State`, `Checkpoints`, `memplace.model.residency.kernels`):
+  every window is tried by `kernels.try_change_kernel`, kept by `accept_kernel` or undone
+  by `change_kernel`, in slot = number of windows tried so far (the reference's
+  `Simulation` slots).
+
+The caller (`allocation.Allocator`) builds the records once per homes, copies them per
+run, calls the kernel on slices of the order (checking its deadline between calls) and
+turns the kept rows into a `ResidencySolution`.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from memplace.model.packing.heuristics import heuristic_offsets
+from memplace.model.packing.rules import HEURISTICS
+from memplace.model.residency import kernels
+
+BEST_FIT_BY_SIZE = HEURISTICS["best-fit-size"]
+EXPLORED_EARLIER = 3  # XLA's kNumExploredDecreasingIntervals (interval_picker.py)
+KEPT = 9  # a kept row: tensor, level, start, first, last, issue, due, booking id, defining
+OK, REPLAY_DIFFERS = 0, 1  # assign_kernel's status
+
+
+class Rules(NamedTuple):
+    start: np.ndarray  # int64[T]
+    end: np.ndarray
+    size: np.ndarray
+    producer: np.ndarray  # -1 without one
+    homes: np.ndarray  # int64[T]
+    tensor_ptr: np.ndarray  # the instance's access index
+    tensor_access: np.ndarray
+    access_op: np.ndarray
+    copy_bandwidth: np.ndarray  # float64[L]
+    savings: np.ndarray  # float64[L - 1, A]: seconds access a saves served by level l
+    cum: np.ndarray  # float64[n + 1]: prefix sums of the op times with the homes
+    ratios: np.ndarray  # float64[2]: the picker's min and max overlap ratios
+
+
+class Occupancy(NamedTuple):
+    load: np.ndarray  # int64[L, n]
+    capacity: np.ndarray  # int64[L]
+    alignment: np.ndarray
+    addressed: np.ndarray  # int64[L], 1 where offsets are kept
+    level: np.ndarray  # int64[M] per booking id: level, first and last op, size, offset (-1)
+    lo: np.ndarray
+    hi: np.ndarray
+    size: np.ndarray
+    offset: np.ndarray
+    nxt: np.ndarray  # int64[M]: the next / previous booking of the same addressed level
+    prv: np.ndarray
+    head: np.ndarray  # int64[L]: first and last booking of each addressed level, -1
+    tail: np.ndarray
+    meta: np.ndarray  # int64[3]: next free id, repacks left, repacks done
+    busy: np.ndarray  # int64[M, 2] scratch: address ranges for a best fit
+
+
+class Progress(NamedTuple):
+    kept: np.ndarray  # int64[W, KEPT]
+    meta: np.ndarray  # int64[4]: kept, windows tried (slots used), rejected, status
+    latency: np.ndarray  # float64[1]: the simulated latency with the kept windows
+    row_old: np.ndarray  # int64[7] rows as the simulator reads them (old is always empty)
+    row_new: np.ndarray
+    max_el: np.ndarray  # float64[L] scratch: the picker's max overlap per faster level
+
+
+# ---------------------------------------------------------------------- occupancy
+@njit(cache=True, nogil=True)
+def _fits(occ, level, lo, hi, size):
+    """`FastMemory.fits`: the load of `level` leaves `size` bytes over ops lo .. hi."""
+    top = occ.load[level, lo]
+    for k in range(lo + 1, hi + 1):
+        if occ.load[level, k] > top:
+            top = occ.load[level, k]
+    return top + size <= occ.capacity[level]
+
+
+@njit(cache=True, nogil=True)
+def _add_load(occ, level, lo, hi, size):
+    for k in range(lo, hi + 1):
+        occ.load[level, k] += size
+
+
+@njit(cache=True, nogil=True)
+def _link(occ, b, level):
+    occ.prv[b] = occ.tail[level]
+    occ.nxt[b] = -1
+    if occ.tail[level] >= 0:
+        occ.nxt[occ.tail[level]] = b
+    else:
+        occ.head[level] = b
+    occ.tail[level] = b
+
+
+@njit(cache=True, nogil=True)
+def _unlink(occ, b, level):
+    if occ.prv[b] >= 0:
+        occ.nxt[occ.prv[b]] = occ.nxt[b]
+    else:
+        occ.head[level] = occ.nxt[b]
+    if occ.nxt[b] >= 0:
+        occ.prv[occ.nxt[b]] = occ.prv[b]
+    else:
+        occ.tail[level] = occ.prv[b]
+
+
+@njit(cache=True, nogil=True)
+def book(occ, b, level, lo, hi, size, offset):
+    """`FastMemory.book`: booking b of `size` bytes of `level` over ops lo .. hi (no check)."""
+    occ.level[b], occ.lo[b], occ.hi[b], occ.size[b], occ.offset[b] = level, lo, hi, size, offset
+    if occ.addressed[level]:
+        _link(occ, b, level)
+    _add_load(occ, level, lo, hi, size)
+
+
+@njit(cache=True, nogil=True)
+def _release(occ, b):
+    level = occ.level[b]
+    _add_load(occ, level, occ.lo[b], occ.hi[b], -occ.size[b])
+    if occ.addressed[level]:
+        _unlink(occ, b, level)
+
+
+@njit(cache=True, nogil=True)
+def _best_fit(occ, level, lo, hi, size, skip):
+    """`FastMemory.best_fit`: `fast_memory.best_fit_gap` over the bookings of `level` live
+    over lo .. hi but `skip`; -1 if no gap holds `size` bytes."""
+    busy = occ.busy
+    m = 0
+    b = occ.head[level]
+    while b >= 0:
+        if b != skip and occ.lo[b] <= hi and lo <= occ.hi[b]:
+            x, y = occ.offset[b], occ.offset[b] + occ.size[b]
+            j = m  # insertion sort by (offset, end): `sorted(busy)`
+            while j > 0 and (busy[j - 1, 0] > x or (busy[j - 1, 0] == x and busy[j - 1, 1] > y)):
+                busy[j, 0], busy[j, 1] = busy[j - 1, 0], busy[j - 1, 1]
+                j -= 1
+            busy[j, 0], busy[j, 1] = x, y
+            m += 1
+        b = occ.nxt[b]
+    align, cap = occ.alignment[level], occ.capacity[level]
+    best, best_gap, cursor = -1, -1, 0
+    for j in range(m + 1):
+        lo_j, hi_j = (busy[j, 0], busy[j, 1]) if j < m else (cap, cap)
+        start = -(-cursor // align) * align
+        if start + size <= lo_j:
+            gap = lo_j - cursor
+            if best < 0 or gap < best_gap:
+                best, best_gap = start, gap
+        cursor = max(cursor, hi_j)
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _repack(occ, level):
+    """`FastMemory._repack`: best fit by decreasing size of every booking of `level`, in
+    booking order; True and the new offsets kept when everything fits."""
+    if occ.meta[1] <= 0:
+        return False
+    occ.meta[1] -= 1
+    occ.meta[2] += 1
+    m = 0
+    b = occ.head[level]
+    while b >= 0:
+        m += 1
+        b = occ.nxt[b]
+    ids = np.empty(m, np.int64)
+    sizes, lowers, uppers = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+    b, j = occ.head[level], 0
+    while b >= 0:
+        ids[j], sizes[j], lowers[j], uppers[j] = b, occ.size[b], occ.lo[b], occ.hi[b] + 1
+        j += 1
+        b = occ.nxt[b]
+    aligns = np.full(m, occ.alignment[level], np.int64)
+    offsets = heuristic_offsets(sizes, lowers, uppers, aligns, occ.capacity[level],
+                                BEST_FIT_BY_SIZE)
+    for j in range(m):
+        if offsets[j] < 0:
+            return False
+    for j in range(m):
+        occ.offset[ids[j]] = offsets[j]
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _allocate(occ, level, lo, hi, size):
+    """`FastMemory.allocate` under the next free id: that id, or -1 (nothing booked)."""
+    if not _fits(occ, level, lo, hi, size):
+        return -1
+    b = occ.meta[0]
+    offset = -1
+    if occ.addressed[level]:
+        offset = _best_fit(occ, level, lo, hi, size, -1)
+        if offset < 0:
+            occ.level[b], occ.lo[b], occ.hi[b], occ.size[b], occ.offset[b] = level, lo, hi, size, -1
+            _link(occ, b, level)
+            ok = _repack(occ, level)
+            _unlink(occ, b, level)
+            if not ok:
+                return -1
+            offset = occ.offset[b]
+    book(occ, b, level, lo, hi, size, offset)
+    occ.meta[0] = b + 1
+    return b
+
+
+@njit(cache=True, nogil=True)
+def _extend(occ, b, lo, hi):
+    """`FastMemory.extend`: booking b grown to ops lo .. hi (a superset); False (unchanged)
+    if there is no room."""
+    level, old_lo, old_hi, size = occ.level[b], occ.lo[b], occ.hi[b], occ.size[b]
+    a1, b1 = lo, min(hi, old_lo - 1)
+    a2, b2 = max(lo, old_hi + 1), hi
+    if a1 <= b1 and not _fits(occ, level, a1, b1, size):
+        return False
+    if a2 <= b2 and not _fits(occ, level, a2, b2, size):
+        return False
+    if occ.addressed[level]:
+        occ.lo[b], occ.hi[b] = lo, hi
+        x = occ.offset[b]
+        end = x + size
+        clash = False
+        c = occ.head[level]
+        while c >= 0:
+            if c != b and occ.lo[c] <= hi and lo <= occ.hi[c] and occ.offset[c] < end \
+                    and x < occ.offset[c] + occ.size[c]:
+                clash = True
+                break
+            c = occ.nxt[c]
+        if clash and not _repack(occ, level):
+            occ.lo[b], occ.hi[b], occ.offset[b] = old_lo, old_hi, x
+            return False
+    if a1 <= b1:
+        _add_load(occ, level, a1, b1, size)
+    if a2 <= b2:
+        _add_load(occ, level, a2, b2, size)
+    occ.lo[b], occ.hi[b] = lo, hi
+    return True
+
+
+# ---------------------------------------------------------------------- the interval picker
+@njit(cache=True, nogil=True)
+def _search(cum, x, right):
+    """`np.searchsorted(cum, x, "right" if right else "left")` of the sorted prefix sums."""
+    lo, hi = 0, cum.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cum[mid] < x or (right and cum[mid] == x):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _latest_start(cum, min_ratio, copy_s, lo, first, reduction):
+    """`IntervalPicker.latest_start`."""
+    need = min_ratio * copy_s
+    s = _search(cum, cum[first] - (need - reduction), True) - 1
+    s = min(max(s, lo - 1), first - 1)
+    while s + 1 <= first - 1 and not need > (cum[first] - cum[s + 1]) + reduction:
+        s += 1
+    while s >= lo and need > (cum[first] - cum[s]) + reduction:
+        s -= 1
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _earliest_start(cum, lo, latest, first, max_elapsed):
+    """`IntervalPicker.earliest_start`."""
+    s = _search(cum, cum[first] - max_elapsed, False)
+    s = min(max(s, lo), latest)
+    while s - 1 >= lo and not (cum[first] - cum[s - 1]) > max_elapsed:
+        s -= 1
+    while s < latest and (cum[first] - cum[s]) > max_elapsed:
+        s += 1
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _preferred_start(cum, preferred, copy_s, earliest, latest, first):
+    """`IntervalPicker.preferred_start` (the earliest of equally close starts)."""
+    target = preferred * copy_s
+    best, best_gap = earliest, abs(target - (cum[first] - cum[earliest]))
+    for s in range(earliest + 1, latest + 1):
+        gap = abs(target - (cum[first] - cum[s]))
+        if gap < best_gap:
+            best, best_gap = s, gap
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _prefetch(rules, occ, level, size, copy_s, lo, k, max_elapsed, reduction, preferred):
+    """The first start `IntervalPicker.iter_starts` proposes for a use at op k whose
+    booking `_allocate` makes: its id and start, or (-1, -1)."""
+    cum = rules.cum
+    latest = _latest_start(cum, rules.ratios[0], copy_s, lo, k, reduction)
+    if latest < lo:
+        return -1, -1
+    earliest = _earliest_start(cum, lo, latest, k, max_elapsed)
+    if (cum[k] - cum[earliest]) > max_elapsed:
+        return -1, -1
+    s = _preferred_start(cum, preferred, copy_s, earliest, latest, k)
+    b = _allocate(occ, level, s, k, size)
+    if b >= 0:
+        return b, s
+    later, earlier = s + 1, s - 1
+    widest = cum[k] - cum[earliest]
+    use_later = True
+    while later <= latest or earlier >= earliest:
+        if (use_later and later <= latest) or earlier < earliest:
+            s = later
+            later += 1
+        else:
+            s = earlier
+            target = 0.0
+            if later > latest:  # only earlier ones are left: jump in thirds
+                target = (cum[k] - cum[earlier]) + widest / EXPLORED_EARLIER
+            earlier -= 1
+            while earlier >= earliest and (cum[k] - cum[earlier]) < target:
+                earlier -= 1
+        use_later = not use_later
+        b = _allocate(occ, level, s, k, size)
+        if b >= 0:
+            return b, s
+    return -1, -1
+
+
+@njit(cache=True, nogil=True)
+def _eviction_due(cum, preferred, copy_s, issue, latest):
+    """`IntervalPicker.eviction_due`."""
+    due = issue + 1
+    while due < latest and (cum[due] - cum[issue]) < preferred * copy_s:
+        due += 1
+    return due
+
+
+# ---------------------------------------------------------------------- one window, one tensor
+@njit(cache=True, nogil=True)
+def _close(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, b, level, start, first,
+           last, defining, next_use, copy_s, preferred):
+    """`_Assignment._close`: evict a defining window when a later access (`next_use` >= 0)
+    needs the home, then keep it if the simulator says it lowers the latency. Returns the
+    last op it holds (-1: dropped) and its eviction's due op (-1: none)."""
+    issue, due = -1, -1
+    if defining and next_use >= 0:
+        issue = start + 1  # XLA starts an eviction as soon as the value is defined
+        due = max(_eviction_due(rules.cum, preferred, copy_s, issue, next_use), last + 1, issue + 1)
+        if due > next_use or not _extend(occ, b, start, max(last, due - 1)):
+            _release(occ, b)
+            return -1, -1
+    new = pro.row_new
+    new[0], new[1], new[2], new[3], new[4], new[5], new[6] = t, level, start, first, last, issue, due
+    slot = pro.meta[1]
+    pro.meta[1] = slot + 1
+    cur = pro.latency[0]
+    lat = kernels.try_change_kernel(sim, enc, state, ck, scratch, K, rules.homes, rules.tensor_ptr,
+                                    rules.tensor_access, rules.access_op, rules.size, slot,
+                                    pro.row_old, new, shift, cur)
+    if not lat < cur:
+        kernels.change_kernel(enc, rules.homes, rules.tensor_ptr, rules.tensor_access,
+                              rules.access_op, rules.size, slot, new, pro.row_old)
+        _release(occ, b)
+        pro.meta[2] += 1
+        return -1, -1
+    stop = state.stop[0]
+    again = kernels.accept_kernel(sim, enc, state, ck, scratch, K, start // K, shift, cur, lat)
+    if again != lat or state.stop[0] != stop:
+        pro.meta[3] = REPLAY_DIFFERS
+    pro.latency[0] = lat
+    row = pro.kept[pro.meta[0]]
+    row[0], row[1], row[2], row[3], row[4], row[5], row[6] = t, level, start, first, last, issue, due
+    row[7], row[8] = b, 1 if defining else 0
+    pro.meta[0] += 1
+    return (last if issue < 0 else max(last, due - 1)), due
+
+
+@njit(cache=True, nogil=True)
+def _assign(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, preferred):
+    """`_Assignment.assign`: AllocateSegment for every access of tensor t, in time order."""
+    cum = rules.cum
+    h = rules.homes[t]
+    size = rules.size[t]
+    copy_bw = rules.copy_bandwidth[h]
+    copy_s = size / copy_bw
+    max_el = pro.max_el
+    for l in range(h):
+        max_el[l] = rules.ratios[1] * float(occ.capacity[l]) / copy_bw
+    p = rules.producer[t]
+    live_lo = rules.start[t]
+    valid = 0 if p < 0 else p + 1  # first op the home holds the data
+    prev_hold = -1  # last op occupied by the previous window of t
+    cb, cl, cs, cf, cz, cd = -1, -1, -1, -1, -1, False  # the open window: id, level, ops, defining
+    if p >= 0:
+        for l in range(h):
+            b = _allocate(occ, l, p, p, size)
+            if b >= 0:
+                cb, cl, cs, cf, cz, cd = b, l, p, p, p, True
+                break
+    for x in range(rules.tensor_ptr[t], rules.tensor_ptr[t + 1]):
+        a = rules.tensor_access[x]
+        k = rules.access_op[a]
+        if k == p:
+            continue
+        if cb >= 0:
+            if (cum[k] - cum[cs]) < max_el[cl] and _extend(occ, cb, cs, k):
+                cz = k
+                continue
+            hold, due = _close(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, cb, cl,
+                               cs, cf, cz, cd, k, copy_s, preferred)
+            if hold >= 0:
+                prev_hold = hold
+                if due >= 0:
+                    valid = due
+            cb = -1
+        lo = max(valid, prev_hold + 1, live_lo)
+        for l in range(h):
+            saved = rules.savings[l, a]
+            if saved <= 0:
+                continue
+            b, s = _prefetch(rules, occ, l, size, copy_s, lo, k, max_el[l], saved, preferred)
+            if b >= 0:
+                cb, cl, cs, cf, cz, cd = b, l, s, k, k, False
+                break
+    if cb >= 0:
+        _close(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, cb, cl, cs, cf, cz, cd,
+               -1, copy_s, preferred)
+
+
+@njit(cache=True, nogil=True)
+def assign_kernel(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, order, preferred):
+    """Every tensor of `order` in turn (`preferred[t]`: its preferred overlap in copy times);
+    stops at the first replay that disagrees with its try (`pro.meta[3]`). Returns the status."""
+    for j in range(order.shape[0]):
+        t = order[j]
+        _assign(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, preferred[t])
+        if pro.meta[3] != OK:
+            break
+    return pro.meta[3]
