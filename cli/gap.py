@@ -38,10 +38,10 @@ def _process_age() -> float:
               help="also write a markdown table, one row per program, rewritten after each")
 def gap_command(instances: tuple[str, ...], time_limit: float, seed: int, problem_name: str,
                 output: str | None, table: str | None) -> None:
-    """Run the search (static milp, then sa) and the bound (closed-form, access and MILP
-    relaxations) on each of INSTANCES within one time limit; print the best valid
-    solution, the best proven lower bound, which solver found each, and the certified
-    gap between them. The clock starts with the command: loading each program is
+    """Run the search (sa) beside the bound (the static milp, then the closed-form bounds and
+    the LP and MILP relaxations) on each of INSTANCES, both for the whole time limit; print
+    the best valid solution, the best proven lower bound, which solver found each, and the
+    certified gap between them. The clock starts with the command: loading each program is
     taken from its own time limit, loading (or compiling) the kernels from the first's."""
     began = time.perf_counter() - _process_age()
     from memplace.bench.certified_gap import TABLE_HEAD, certified_gap, table_row

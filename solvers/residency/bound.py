@@ -228,10 +228,13 @@ class BoundResult:
 
 def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: float = 1e-4,
                         threads: int = 1, seed: int = 0, seeds: bool = True,
-                        should_stop=None, on_solution=None, on_bound=None) -> BoundResult:
+                        should_stop=None, on_solution=None, on_bound=None,
+                        notes: dict | None = None) -> BoundResult:
     """Solve the relaxation, decode and repair its windows, and keep the best of them,
     the static compiler placement and (with `seeds`) msa's solution. `on_solution(sol)`
-    sees every valid solution as it is found, `on_bound(seconds)` every bound proven.
+    sees every valid solution as it is found, `on_bound(seconds)` every bound proven;
+    `notes` (a new dict if None) is filled as each bound finishes, so a caller that stops
+    waiting still knows which bound proved what.
 
     `time_limit` covers everything: msa's start (at most a fifth of it), building each
     model (abandoned at the deadline), HiGHS (given what is left after the build, less
@@ -240,7 +243,7 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
     proved = on_bound or (lambda seconds: None)
     began = time.perf_counter()
     deadline = math.inf if time_limit is None else began + time_limit
-    notes: dict = {}
+    notes = {} if notes is None else notes
     bound = lower_bound(inst)  # the model's closed-form bounds (model/residency/bounds.py):
     proved(bound)  # first, as they are proven at once, whatever the time limit cuts short
     notes["closed_form_bound"] = bound
@@ -341,8 +344,7 @@ def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> No
 
     limit = None if ctx.time_limit is None else max(0.05, ctx.remaining() - finish_seconds(ctx.instance))
     res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop,
-                              offer, proved)
-    ctx.notes.update(res.notes)
+                              offer, proved, ctx.notes)
     if res.incumbent is not None:  # the relaxation's own windows, repaired and simulated
         ctx.notes["relaxation_incumbent"] = res.incumbent.latency
     ctx.lower_bound = res.bound

@@ -102,7 +102,8 @@ def test_gap_stages_get_only_the_time_left_of_the_budget(monkeypatch):
     got = certified_gap(inst, 10.0, began=began)
     end = began + 10.0 - RESERVE
     stages = [(n, lim, at) for n, lim, at in calls if n in ("milp", "bound", "sa")]
-    assert [n for n, _, _ in stages][:2] == ["milp", "bound"]  # sa: if any time is left
+    # the bound lane in its order (sa, beside it, if any time is left)
+    assert [n for n, _, _ in stages if n != "sa"][:2] == ["milp", "bound"]
     for name, limit, at in stages:
         assert limit <= end - at + 0.01, name  # (left was read just before the call)
     assert got.bound <= got.latency
@@ -132,3 +133,13 @@ def test_gap_falls_back_to_the_closed_form_bounds_when_the_bound_run_proved_none
     got = certified_gap(inst, 10.0, began=time.perf_counter() - 10.0)
     assert got.bound == lower_bound(inst) and got.bound_by == "closed-form bounds"
     assert got.bound <= got.latency
+
+
+def test_the_search_runs_beside_the_bound_for_the_whole_budget():
+    from memplace.bench.certified_gap import certified_gap
+    inst = load("synth-100@nnpi", problem="residency")
+    got = certified_gap(inst, 6.0)
+    # side by side: the search is not left what the bound lane did not use
+    assert got.runs["sa"]["wall_s"] >= 4.0
+    assert "bound" in got.runs and got.runs["milp"]["wall_s"] <= 0.6 + 0.5
+    assert got.seconds <= 6 + 5 and got.bound <= got.latency
