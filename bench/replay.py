@@ -10,18 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memplace.bench.results import moved
+from memplace.bench.instance_source import load_recorded, record_problem
 from memplace.bench.store import is_ok
-from memplace.instances import load
 from memplace.model import Instance
 from memplace.model.core.errors import MemplaceError
-from memplace.model.core.problem import problem
-from memplace.model.core.search import DEFAULT_PROBLEM
-
-
-def record_problem(record: dict[str, Any]):
-    """The problem a record was solved as (records written before problems existed: static)."""
-    return problem(record.get("problem", DEFAULT_PROBLEM))
 
 
 @dataclass
@@ -56,28 +48,15 @@ def _instance(record: dict[str, Any], cache: dict) -> Instance | str:
     key = (record["instance_source"], record["instance_sha256"])
     if key not in cache:
         try:
-            inst = load(record["instance_source"])
+            inst = load_recorded(record)
         except MemplaceError as exc:
-            cache[key] = _moved_copy(record) or f"cannot load instance: {exc}"
+            cache[key] = f"cannot load instance: {exc}"
         else:
             sha = record_problem(record).fingerprint(inst)
             cache[key] = inst if sha == record["instance_sha256"] else (
                 f"instance {record['instance_source']} changed since the run "
                 f"(sha256 {sha[:12]}, recorded {record['instance_sha256'][:12]})")
     return cache[key]
-
-
-def _moved_copy(record: dict[str, Any]) -> Instance | None:
-    """The recorded instance in this checkout when the file the run read is gone (see
-    `results.moved`), if its fingerprint is the recorded one."""
-    for source in moved(record["instance_source"]):
-        try:
-            inst = load(source)
-        except MemplaceError:
-            continue
-        if record_problem(record).fingerprint(inst) == record["instance_sha256"]:
-            return inst
-    return None
 
 
 def _problem(inst: Instance, record: dict[str, Any]) -> str | None:

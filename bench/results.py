@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from memplace.bench.instance_source import load_recorded
 from memplace.bench.store import is_ok, latest_by_key
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.files import write_atomically
@@ -165,18 +166,10 @@ class Results:
     def instance(self, name: str):
         """The Instance of a name as recorded (None if it cannot be loaded any more)."""
         if name not in self._instance_cache:
-            from memplace.instances import load
-            run = self.runs(name)[0]
-            self._instance_cache[name] = None
-            for source in [run["instance_source"]] + moved(run["instance_source"]):
-                try:
-                    inst = load(source)
-                except MemplaceError:
-                    continue
-                if source == run["instance_source"] or \
-                        self.problem.fingerprint(inst) == run.get("instance_sha256"):
-                    self._instance_cache[name] = inst
-                    break
+            try:
+                self._instance_cache[name] = load_recorded(self.runs(name)[0])
+            except MemplaceError:
+                self._instance_cache[name] = None
         return self._instance_cache[name]
 
     def baseline(self, instance: str, role: str) -> float | None:
@@ -276,21 +269,6 @@ class Results:
 
     def summaries(self) -> list[SolverSummary]:
         return [self.summary(s) for s in self.solvers]
-
-
-def moved(source: str) -> list[str]:
-    """Where a recorded instance file may be now, when it is gone from where the run read
-    it: a runs file keeps absolute paths, and the checkout that wrote it (a worktree, a
-    clone on another machine) may be gone. The files of this checkout whose path is a tail
-    of the recorded one (`.../instances/library/memplace-lib-2/instances/X.json`), longest
-    first; the caller checks the instance's fingerprint against the record."""
-    path = Path(source)
-    if not path.is_absolute() or path.is_file():
-        return []
-    top = Path(__file__).resolve().parents[1]  # the checkout (bench/results.py)
-    parts = path.parts[1:]
-    tails = (top.joinpath(*parts[i:]) for i in range(1, len(parts)))
-    return [str(t) for t in tails if t.is_file()]
 
 
 def cached_static_optimum(name: str, inst, cache: dict[str, dict[str, Any]],

@@ -3,7 +3,9 @@
 Record schema (every key is always present; `null` where a value does not apply):
 
     instance         str    the instance's name (`resnet50@nnpi`)
-    instance_source  str    what loads it again: a built-in name, or the file's absolute path
+    instance_source  str    what loads it again (bench/instance_source.py): a built-in name,
+                            a file of memplace by its path relative to the package (the
+                            repository's root), any other file by its absolute path
     instance_sha256  str    sha256 of the canonical instance file (memplace.instances.dumps,
                             UTF-8); for a built-in instance, the committed file's bytes
     solver           str    registered solver name

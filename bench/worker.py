@@ -28,6 +28,7 @@ import time
 import traceback
 from typing import Any
 
+from memplace.bench.instance_source import recorded_source
 from memplace.bench.provenance import code_version, package_version
 from memplace.bench.task import Task
 
@@ -55,7 +56,7 @@ def failure_record(task: Task, status: str, error: str, wall_s: float,
 
 
 def base_record(task: Task) -> dict[str, Any]:
-    return {"instance": task.instance, "instance_source": task.source,
+    return {"instance": task.instance, "instance_source": recorded_source(task.source),
             "instance_sha256": task.sha256, "solver": task.solver,
             "params": task.params, "seed": task.seed, "time_limit": task.time_limit,
             "problem": task.problem}

@@ -1,4 +1,5 @@
-"""Commands of the benchmark harness: `bench`, `report` and `validate-results`."""
+"""Commands of the benchmark harness: `bench`, `report`, `validate-results` and
+`relocate-runs`."""
 from __future__ import annotations
 
 import os
@@ -144,3 +145,20 @@ def validate_results_command(runs: str) -> None:
                f"{len(findings)} do not hold")
     if findings:
         sys.exit(1)
+
+
+@click.command("relocate-runs")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def relocate_runs_command(runs: tuple[str, ...]) -> None:
+    """Rewrite the absolute instance paths of runs files written before records stored
+    paths relative to the package: a file of this checkout (found by its fingerprint
+    when the checkout that ran it is gone) becomes its path relative to the repository's
+    root, as new runs record it; nothing else in the file changes. Do not run it while a
+    batch writes to the file."""
+    from memplace.bench.instance_source import relocate_runs
+    for path in runs:
+        done = relocate_runs(path)
+        click.echo(f"{path}: {done.rewritten} of {done.records} records rewritten; "
+                   f"{len(done.left)} absolute paths of no file here kept")
+        for source in done.left:
+            click.echo(f"  kept: {source}")

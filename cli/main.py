@@ -63,6 +63,8 @@ DOORS = {door.name: door for door in [
          "Write a generated packing instance (MiniMalloc CSV)"),
     Door("perf", "memplace.cli.model:perf_command",
          "Measure the cost model's speed on an instance"),
+    Door("relocate-runs", "memplace.cli.bench:relocate_runs_command",
+         "Store a runs file's instance files relative to the package"),
     Door("report", "memplace.cli.bench:report_command",
          "Tables and plots from a runs file"),
     Door("residency-bound", "memplace.cli.bound:residency_bound_command",

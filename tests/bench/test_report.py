@@ -152,36 +152,3 @@ def test_shifted_geomean_lies_between_min_and_max(values, shift):
     mean = shifted_geomean(values, shift)
     assert min(values) - 1e-9 * (1 + max(values)) <= mean <= max(values) + 1e-9 * (1 + max(values))
     assert shifted_geomean([values[0]] * 3, shift) == pytest.approx(values[0], rel=1e-9, abs=1e-12)
-
-
-def test_an_instance_file_of_a_checkout_gone_is_found_in_this_one_by_its_fingerprint():
-    # runs keep absolute paths: results/library-residency's runs name a worktree since
-    # removed; the same file under this checkout is the instance when its fingerprint is
-    # the recorded one
-    from pathlib import Path
-    from memplace.bench.results import moved
-    tail = Path("instances/library/memplace-lib-2/instances/xla-mlp@nnpi.json")
-    here = Path(__file__).resolve().parents[2] / tail
-    inst = Instance.from_file(here)
-    gone = str(Path("/nowhere/wt-gone") / tail)
-    assert moved(gone) == [str(here)] and moved(str(here)) == []
-    rec = record(inst, gone, "compiler", 0, 1.0, [[0.001, 1, 1.0]], [0] * inst.n_tensors)
-    assert Results([rec]).instance(inst.name).fingerprint() == inst.fingerprint()
-    assert Results([dict(rec, instance_sha256="0" * 64)]).instance(inst.name) is None
-
-
-def test_validate_results_rechecks_a_run_whose_checkout_is_gone():
-    # the same move as the report's: validate-results finds the recorded file in this
-    # checkout by its fingerprint, and a record whose fingerprint matches no file here
-    # is still a finding that names the missing file
-    from pathlib import Path
-    from memplace.bench.replay import recheck
-    from memplace.solvers import solve
-    tail = Path("instances/library/memplace-lib-2/instances/xla-mlp@nnpi.json")
-    inst = Instance.from_file(Path(__file__).resolve().parents[2] / tail)
-    sol = solve(inst, "compiler")
-    gone = str(Path("/nowhere/wt-gone") / tail)
-    rec = record(inst, gone, "compiler", 0, sol.latency, [[0.001, 1, sol.latency]], list(sol.placement))
-    assert recheck([rec]) == (1, [])
-    checked, findings = recheck([dict(rec, instance_sha256="0" * 64)])
-    assert checked == 1 and "wt-gone" in str(findings[0])
