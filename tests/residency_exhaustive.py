@@ -3,7 +3,8 @@
 Every home of every tensor, and for each home every set of at most two windows of the
 tensor (each window: any faster level, any start/first/last in the live range, a
 defining window with or without any eviction), combined over all tensors and kept when
-`violations` finds nothing. Only for instances of a few ops and tensors."""
+`violations` finds nothing. Only for instances of a few ops and tensors, such as
+`tiny_instance`'s, on which the bound tests hold each relaxation below this optimum."""
 from __future__ import annotations
 
 import itertools
@@ -12,6 +13,7 @@ import numpy as np
 
 from memplace.model import Instance
 from memplace.model.residency import ResidencySolution, Window, simulate, violations
+from randominst import random_instance_dict
 
 
 def _windows(inst: Instance, t: int, home: int) -> list[Window]:
@@ -62,3 +64,28 @@ def exhaustive_optimum(inst: Instance) -> float:
         if not violations(inst, sol):
             best = min(best, simulate(inst, sol))
     return float(best)
+
+
+def tiny_instance(seed: int, slow_copies: bool = False) -> Instance:
+    """A random residency instance small enough for `exhaustive_optimum`: 3 or 4 ops, 3
+    tensors, 2 or 3 levels, fast memory from tight to roomy, and on about half the levels
+    a copy bandwidth slower or faster than the access bandwidth. `slow_copies`: on about
+    70% of the levels, mostly slower (prefetches then wait in fast memory, where the
+    delivery relaxation's rows bind)."""
+    rng = np.random.default_rng(seed)
+    data = random_instance_dict(seed, n_ops=int(rng.integers(3, 5)), n_tensors=3,
+                                n_levels=int(rng.integers(2, 4)), tight=float(rng.choice([0.5, 1.0, 2.0])))
+    share, ratios = (0.7, [0.02, 0.1, 0.3, 1.0, 3.0]) if slow_copies else (0.5, [0.05, 0.3, 1.0, 3.0])
+    for level in data["hardware"]["levels"]:
+        if rng.random() < share:
+            level["copy_bandwidth"] = level["bandwidth"] * float(rng.choice(ratios))
+    return Instance.from_dict(data)
+
+
+def tiny_case(seed: int, slow_copies: bool = False) -> tuple[Instance, float]:
+    """`tiny_instance(seed, slow_copies)` and its exhaustive optimum (finite: every tiny
+    instance has a valid solution, all in the slowest level)."""
+    inst = tiny_instance(seed, slow_copies)
+    best = exhaustive_optimum(inst)
+    assert np.isfinite(best)
+    return inst, best

@@ -13,31 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memplace.instances import load
-from memplace.model import Instance
 from memplace.model.residency import lower_bound
 from memplace.solvers import solve
 from memplace.solvers.certificate import CAPPED_MODEL, check_lp_dual, lp_dual
 from memplace.solvers.residency.machinery.relaxation import capped_lp, weak_duality
-from randominst import random_instance_dict
-from residency_exhaustive import exhaustive_optimum
-
-
-def _tiny(seed: int) -> Instance:
-    rng = np.random.default_rng(seed)
-    data = random_instance_dict(seed, n_ops=int(rng.integers(3, 5)), n_tensors=3,
-                                n_levels=int(rng.integers(2, 4)), tight=float(rng.choice([0.5, 1.0, 2.0])))
-    for level in data["hardware"]["levels"]:
-        if rng.random() < 0.5:  # copies slower or faster than accesses
-            level["copy_bandwidth"] = level["bandwidth"] * float(rng.choice([0.05, 0.3, 1.0, 3.0]))
-    return Instance.from_dict(data)
+from residency_exhaustive import tiny_case
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6))
 def test_capped_bound_is_at_most_the_exhaustive_optimum(seed):
-    inst = _tiny(seed)
-    best = exhaustive_optimum(inst)
-    assert np.isfinite(best)
+    inst, best = tiny_case(seed)
     cert = lp_dual(inst, CAPPED_MODEL, 60, ceiling=best)
     assert cert is not None
     assert cert["bound"] <= best * (1 + 1e-9)

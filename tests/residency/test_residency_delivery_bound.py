@@ -18,26 +18,13 @@ from memplace.solvers import solve
 from memplace.solvers.residency.machinery.access_bound import access_bound
 from memplace.solvers.residency.machinery.delivery_bound import delivery_bound, dual_bound, formulate
 from memplace.solvers.residency.machinery.horizon_bound import check, horizon_bound
-from randominst import random_instance_dict
-from residency_exhaustive import exhaustive_optimum
-
-
-def _tiny(seed: int) -> Instance:
-    rng = np.random.default_rng(seed)
-    data = random_instance_dict(seed, n_ops=int(rng.integers(3, 5)), n_tensors=3,
-                                n_levels=int(rng.integers(2, 4)), tight=float(rng.choice([0.5, 1.0, 2.0])))
-    for level in data["hardware"]["levels"]:
-        if rng.random() < 0.7:  # copies mostly slower than accesses: prefetches wait in fast memory
-            level["copy_bandwidth"] = level["bandwidth"] * float(rng.choice([0.02, 0.1, 0.3, 1.0, 3.0]))
-    return Instance.from_dict(data)
+from residency_exhaustive import exhaustive_optimum, tiny_case
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6))
 def test_the_bound_is_at_most_the_exhaustive_optimum(seed):
-    inst = _tiny(seed)
-    best = exhaustive_optimum(inst)
-    assert np.isfinite(best)
+    inst, best = tiny_case(seed, slow_copies=True)
     got = delivery_bound(inst, best * 2)
     assert got.status == "Optimal"
     assert inst.compute_floor() * (1 - 1e-9) <= got.bound <= best * (1 + 1e-9)
@@ -46,8 +33,7 @@ def test_the_bound_is_at_most_the_exhaustive_optimum(seed):
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6))
 def test_weak_duality_holds_for_any_dual_vector(seed):
-    inst = _tiny(seed)
-    best = exhaustive_optimum(inst)
+    inst, best = tiny_case(seed, slow_copies=True)
     model = formulate(inst, best * 2)
     rng = np.random.default_rng(seed)
     for scale in (0.0, 0.1, 1.0, 10.0):
@@ -109,8 +95,7 @@ def test_a_time_limit_too_short_to_build_gives_no_bound_in_time():
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.integers(1, 3))
 def test_the_horizon_bound_is_at_most_the_exhaustive_optimum_for_any_prices(seed, block_ops):
-    inst = _tiny(seed)
-    best = exhaustive_optimum(inst)
+    inst, best = tiny_case(seed, slow_copies=True)
     got = horizon_bound(inst, best * 2, block_ops=block_ops, rounds=4)
     assert got.stats["rounds"] == 4
     assert inst.compute_floor() * (1 - 1e-9) <= got.bound <= best * (1 + 1e-9)
