@@ -1,0 +1,113 @@
+"""Two weights of one size taking turns in one slot of a fast level.
+
+Where fast memory holds all of a program's weights but one (memplace-lib's
+albert-base@nnpi: ALBERT shares one layer's weights across its 12 layers, 28.3 MB of them
+read in every layer, and SRAM and LLC hold 29.4 MB, activations included), the best
+solutions `sa` and msa found home the weight that does not fit in DRAM and read it at
+DRAM speed in every layer (34.7 µs of each layer's 78). Homing a second weight of the
+same size in DRAM frees a slot through which both are copied in turn, each copy running
+on the DRAM channel while the other ops run: the program then waits only where the ops
+between two uses are shorter than a copy. No single move gets there: the demotion alone
+is slower until the windows of both weights are in place, and msa's allocator, which
+places one buffer at a time, does not time the copies to the slot's turns.
+
+`rotations` builds those solutions from a solution: for each pair of weights (`t` homed
+in a level `l` faster than `u`'s home, the same size, neither on an addressed level, `u`'s
+reads from its home taking at least `MIN_SHARE` of the latency),
+`t` is homed where `u` is, their windows are replaced by windows in `l` that take turns
+over their accesses in op order (a run of consecutive accesses of one weight is one
+window, its copy issued just after the previous window's last op), and the other windows
+are kept. The result is rarely better at once (copies of other tensors queued behind the
+slot's on the same channel now wait), so the searches anneal from the best candidate.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from memplace.model.instance import Instance
+from memplace.model.residency import ResidencySolution, Window, simulate, violations
+
+MAX_PAIRS = 64  # pairs tried, the longest read from its slow home first
+# A pair is tried only where the slower weight's reads served by its home take at least
+# this share of the latency (the most a turn in the slot can gain): pairs of tiny weights
+# change nothing and would crowd out the pairs that matter
+MIN_SHARE = 0.01
+
+
+def _home_read_time(instance: Instance, sol: ResidencySolution) -> np.ndarray:
+    """Per tensor, the seconds its accesses served by its home take (section 4's bytes /
+    bandwidth, the accesses inside one of its windows left out)."""
+    i = instance
+    tensor = np.asarray(i.op_tensor, np.int64)
+    served = np.asarray(i.op_bytes, float) / np.asarray(i.bandwidth, float)[
+        np.asarray(sol.placement, np.int64)[tensor]]
+    op = np.asarray(i.access_op, np.int64)
+    for w in sol.windows:  # accesses (in op order) of w's tensor inside w
+        own = np.asarray(i.tensor_access[i.tensor_ptr[w.tensor]:i.tensor_ptr[w.tensor + 1]])
+        served[own[(op[own] >= w.first) & (op[own] <= w.last)]] = 0.0
+    return np.bincount(tensor, served, i.n_tensors)
+
+
+def _accesses(instance: Instance, t: int) -> list[int]:
+    i = instance
+    ops = (int(i.access_op[i.tensor_access[j]]) for j in range(i.tensor_ptr[t], i.tensor_ptr[t + 1]))
+    return sorted(set(ops))
+
+
+def turns(instance: Instance, t: int, u: int, level: int) -> list[Window]:
+    """Windows of `t` and `u` in `level` taking turns over their accesses in op order: one
+    window per run of consecutive accesses of one tensor, its prefetch issued after the
+    previous window's last op (at op 0 for the first); a run whose first access leaves no
+    op to copy in is served by the home, and the slot stays free until the next run."""
+    events = sorted([(k, t) for k in _accesses(instance, t)] + [(k, u) for k in _accesses(instance, u)])
+    runs: list[list[int]] = []  # [tensor, first, last]
+    for k, x in events:
+        if runs and runs[-1][0] == x:
+            runs[-1][2] = k
+        else:
+            runs.append([x, k, k])
+    windows, free_from = [], 0
+    for x, first, last in runs:
+        if free_from < first:
+            windows.append(Window(x, level, free_from, first, last, None, None))
+            free_from = last + 1
+    return windows
+
+
+def rotations(instance: Instance, sol: ResidencySolution, deadline: float = math.inf,
+              max_pairs: int = MAX_PAIRS) -> list[ResidencySolution]:
+    """The valid solutions where two weights of one size of `sol` take turns in one slot
+    (see the module's docstring), fastest first, each with its latency; until `deadline` (a
+    `time.perf_counter()` value) or `max_pairs` pairs."""
+    i = instance
+    L = i.n_levels
+    homes = np.asarray(sol.placement, np.int64)
+    addressed = np.asarray(i.addressed, bool)
+    traffic = np.asarray(i.traffic)
+    weights = [t for t in range(i.n_tensors)
+               if i.is_weight[t] and traffic[t] > 0 and not addressed[homes[t]]]
+    by_size: dict[int, list[int]] = {}
+    for t in weights:
+        by_size.setdefault(int(i.size[t]), []).append(t)
+    home_read = _home_read_time(i, sol)
+    pairs = [(t, u) for group in by_size.values() for t in group for u in group
+             if homes[t] < homes[u] and home_read[u] >= MIN_SHARE * sol.latency]
+    pairs.sort(key=lambda p: -home_read[p[1]])
+    found = []
+    for t, u in pairs[:max_pairs]:
+        if time.perf_counter() >= deadline:
+            break
+        placement = homes.copy()
+        placement[t] = homes[u]
+        kept = [w for w in sol.windows if w.tensor not in (t, u)]
+        candidate = ResidencySolution(sol.instance, placement, sol.offsets,
+                                      tuple(kept + turns(i, t, u, int(homes[t]))))
+        if violations(i, candidate):
+            continue
+        candidate.latency = simulate(i, candidate)
+        found.append(candidate)
+    found.sort(key=lambda s: s.latency)
+    return found
