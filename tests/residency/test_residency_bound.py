@@ -17,6 +17,7 @@ from memplace.instances import builtin_names, load
 from memplace.model import Instance, rectify_capacity
 from memplace.model.residency import ResidencySolution, Window, simulate, validate
 from memplace.solvers import solve, solver_info
+from memplace.solvers.residency import bound as bound_module
 from memplace.solvers.residency.bound import bound_and_incumbent, repair
 from memplace.solvers.residency.machinery.relaxation import formulate, solve_relaxation
 from randominst import random_instance_dict
@@ -143,3 +144,13 @@ def test_solve_reports_the_proven_optimum_with_its_bound():
     assert result.lower_bound == pytest.approx(21.1, rel=1e-5) and result.lower_bound <= result.latency
     assert validate(inst, result.solution).ok
     assert result.evaluations >= 3  # compiler, msa and the relaxation's own windows
+
+
+def test_above_the_size_limit_the_access_relaxation_runs_only_without_a_horizon_bound(monkeypatch):
+    inst = _hand(10.0)
+    ran = bound_and_incumbent(inst, time_limit=30, seeds=False).notes
+    assert math.isfinite(ran["horizon"]["bound"]) and math.isfinite(ran["access"]["bound"])
+    monkeypatch.setattr(bound_module, "ACCESS_AFTER_HORIZON_OPS", inst.n_ops - 1)
+    skipped = bound_and_incumbent(inst, time_limit=30, seeds=False).notes
+    assert skipped["horizon"]["bound"] == ran["horizon"]["bound"]
+    assert skipped["access"]["model"].startswith("not built: the horizon bound stands")
