@@ -8,6 +8,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
+from memplace.bench import certified_gap as gap_module
 from memplace.cli import main
 from memplace.instances import load
 from memplace.model.residency import ResidencySolution, simulate, validate
@@ -132,6 +133,13 @@ def test_gap_falls_back_to_the_closed_form_bounds_when_the_bound_run_proved_none
     monkeypatch.setattr(solvers, "solve", no_bound)
     got = certified_gap(inst, 10.0, began=time.perf_counter() - 10.0)
     assert got.bound == lower_bound(inst) and got.bound_by == "closed-form bounds"
+
+
+def test_above_its_size_cap_the_gap_runs_no_static_milp(monkeypatch):
+    inst = load("synth-100@nnpi", problem="residency")
+    monkeypatch.setattr(gap_module, "STATIC_MAX_OPS", inst.n_ops - 1)
+    got = gap_module.certified_gap(inst, 10.0)
+    assert "milp" not in got.runs and {"bound", "sa"} <= set(got.runs)
     assert got.bound <= got.latency
 
 
