@@ -138,6 +138,8 @@ def horizon_bound(inst: Instance, ceiling: float, time_limit: float | None = Non
     high = np.where(caps > 0, 1.0 / float(inst.bandwidth[L - 1]) / scale, 0.0)
     best = HorizonBound(-INF, "no round completed", 0.0, {"blocks": len(spans)})
     done = 0
+    trace: list = []  # per round: seconds, bound, capacity used by the priced weights per level
+    built_s = time.perf_counter() - began
     for r in range(rounds):
         duals, used = [], np.zeros(L)
         for m, h, b, pr in zip(models, solvers, base, priced):
@@ -159,6 +161,8 @@ def horizon_bound(inst: Instance, ceiling: float, time_limit: float | None = Non
             break
         done += 1
         value = combine(inst, models, duals, mu)
+        share = [float(u / c) if c > 0 else 0.0 for u, c in zip(used, caps)]
+        trace.append((round(time.perf_counter() - began, 2), value, share))
         if value > best.bound:
             best = HorizonBound(value, f"round {r + 1}", 0.0, {}, mu.copy(), duals)
         # bisection on each level's price, on the sign of its slack
@@ -170,6 +174,7 @@ def horizon_bound(inst: Instance, ceiling: float, time_limit: float | None = Non
             mu[l] = math.sqrt(low[l] * high[l]) if low[l] > 0 else high[l] / 8
     best.seconds = time.perf_counter() - began
     best.stats = {"blocks": len(spans), "block_ops": block_ops, "rounds": done,
+                  "built_s": round(built_s, 2), "trace": trace,
                   "columns": sum(m.lp.cost.size for m in models),
                   "prices": [float(v) for v in (best.prices if best.prices is not None else mu)]}
     best.bound = max(best.bound, inst.compute_floor()) if math.isfinite(best.bound) else best.bound
