@@ -107,7 +107,7 @@ def verify_command(version: str) -> None:
 @click.option("--certify-only", is_flag=True, help="only refresh the closed-form and LP-dual bounds")
 @click.option("--lp-model", "lp_models", multiple=True,
               type=click.Choice(["static-milp", "residency-relaxation", "residency-access",
-                                 "residency-relaxation-capped"]),
+                                 "residency-delivery", "residency-relaxation-capped"]),
               help="LP models the refresh solves (repeatable; default: each problem's)")
 @click.option("--from-best", is_flag=True,
               help="solvers that take a start solution (residency multistart) start from the "
@@ -144,9 +144,10 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
 @click.option("--min-gap", type=float, default=None,
               help="only entries whose certified gap is above this (percent)")
 @click.option("--lp-model", "lp_models", multiple=True,
-              type=click.Choice(["residency-relaxation", "residency-access", "residency-relaxation-capped"]),
-              help="LP models to solve (repeatable; default: the two whose ceiling is the best "
-                   "known, residency-access and residency-relaxation-capped)")
+              type=click.Choice(["residency-relaxation", "residency-access", "residency-delivery",
+                                 "residency-relaxation-capped"]),
+              help="LP models to solve (repeatable; default: those whose ceiling is the best "
+                   "known, residency-access, residency-relaxation-capped and residency-delivery)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,
               help="write the new certificates (gzipped JSON) into this folder")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,

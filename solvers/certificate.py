@@ -36,6 +36,15 @@
   what its inexactness costs. The check is the access relaxation's: the ceiling must be
   at least a latency the library has verified.
 
+- The delivery relaxation (`residency/machinery/delivery_bound.py`, model
+  `residency-delivery`): the access relaxation plus, per channel and fast level, the
+  bytes delivered so far, which must be there by their due op and occupy the fast level
+  until then (the argument is in its docstring). Its interval columns are capped by a
+  valid latency and its delivery columns by the total channel time of all copies, so
+  every column is bounded and any dual vector proves a bound; the check is the access
+  relaxation's (the ceiling must be at least a latency the library has verified). It
+  solves in seconds where the capped relaxation takes minutes, and proves about as much.
+
 All are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
 """
@@ -56,9 +65,10 @@ MARGIN = 1e-9
 DUAL_TOLERANCE = 1e-7  # HiGHS's default dual feasibility tolerance
 ACCESS_MODEL = "residency-access"
 CAPPED_MODEL = "residency-relaxation-capped"
-LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL)
+DELIVERY_MODEL = "residency-delivery"
+LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL)
 # models whose certificate stores the ceiling (a valid latency) their columns are capped by
-CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL)
+CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL)
 
 
 def closed_form(instance: Instance) -> float:
@@ -85,7 +95,7 @@ def lp_models(problem: str) -> tuple[str, ...]:
     """The LP models whose bounds `memplace-lib` records for `problem` (the residency
     ones bound the static optimum too; the static LP is the stronger one there)."""
     return (("static-milp", "residency-relaxation") if problem == "static"
-            else ("residency-relaxation", ACCESS_MODEL, CAPPED_MODEL))
+            else ("residency-relaxation", ACCESS_MODEL, DELIVERY_MODEL, CAPPED_MODEL))
 
 
 def _sparse(y: np.ndarray, model: str, **extra: Any) -> dict[str, Any]:
@@ -139,6 +149,28 @@ def _capped_dual(instance: Instance, time_limit: float | None,
     return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
 
 
+def _delivery_dual(instance: Instance, time_limit: float | None,
+                   ceiling: float | None) -> dict[str, Any] | None:
+    """The delivery relaxation's certificate: its row duals and the ceiling it was built with."""
+    import time
+    from memplace.solvers.residency.machinery import delivery_bound
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+        return None
+    began = time.perf_counter()
+    try:
+        model = delivery_bound.formulate(instance, ceiling, math.inf if time_limit is None
+                                         else began + time_limit)
+    except TimeoutError:
+        return None
+    left = None if time_limit is None else max(0.05, began + time_limit - time.perf_counter())
+    _, duals = delivery_bound.solve_lp(model, left)
+    if duals is None:
+        return None
+    cert = _sparse(np.asarray(duals, np.float64), DELIVERY_MODEL, ceiling=float(ceiling))
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+
+
 def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
             ceiling: float | None = None) -> dict[str, Any] | None:
     """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
@@ -148,6 +180,8 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
         return _access_dual(instance, time_limit, ceiling)
     if model == CAPPED_MODEL:
         return _capped_dual(instance, time_limit, ceiling)
+    if model == DELIVERY_MODEL:
+        return _delivery_dual(instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -190,6 +224,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_access(instance, certificate, valid_latency)
     if certificate.get("model") == CAPPED_MODEL:
         return _check_capped(instance, certificate, valid_latency)
+    if certificate.get("model") == DELIVERY_MODEL:
+        return _check_delivery(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -240,6 +276,22 @@ def _check_capped(instance: Instance, certificate: dict[str, Any],
     if y is None:
         return -math.inf
     bound = relaxation.weak_duality(lp, y)
+    if not math.isfinite(bound):
+        return -math.inf
+    return bound * (1 - MARGIN) if bound > 0 else bound
+
+
+def _check_delivery(instance: Instance, certificate: dict[str, Any],
+                    valid_latency: float | None) -> float:
+    from memplace.solvers.residency.machinery import delivery_bound
+    ceiling = float(certificate.get("ceiling", math.nan))
+    if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
+        return -math.inf
+    model = delivery_bound.formulate(instance, ceiling)
+    y = _dual_vector(certificate, model.lp.rlo.size)
+    if y is None:
+        return -math.inf
+    bound = delivery_bound.dual_bound(model, y)
     if not math.isfinite(bound):
         return -math.inf
     return bound * (1 - MARGIN) if bound > 0 else bound
