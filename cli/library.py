@@ -107,8 +107,11 @@ def verify_command(version: str) -> None:
 @click.option("--certify-only", is_flag=True, help="only refresh the closed-form and LP-dual bounds")
 @click.option("--lp-model", "lp_models", multiple=True,
               type=click.Choice(["static-milp", "residency-relaxation", "residency-access",
-                                 "residency-delivery", "residency-relaxation-capped"]),
-              help="LP models the refresh solves (repeatable; default: each problem's)")
+                                 "residency-delivery", "residency-relaxation-capped",
+                                 "residency-delivery-tree"]),
+              help="LP models the refresh solves (repeatable; default: each problem's; "
+                   "residency-delivery-tree, a branch-and-bound tree over the delivery "
+                   "relaxation, only when named, with --time-limit)")
 @click.option("--from-best", is_flag=True,
               help="solvers that take a start solution (residency multistart) start from the "
                    "entry's best known as well; its sha256 is in the provenance")
@@ -145,7 +148,7 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
               help="only entries whose certified gap is above this (percent)")
 @click.option("--lp-model", "lp_models", multiple=True,
               type=click.Choice(["residency-relaxation", "residency-access", "residency-delivery",
-                                 "residency-relaxation-capped"]),
+                                 "residency-relaxation-capped", "residency-delivery-tree"]),
               help="LP models to solve (repeatable; default: those whose ceiling is the best "
                    "known, residency-access, residency-relaxation-capped and residency-delivery)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,

@@ -45,6 +45,17 @@
   relaxation's (the ceiling must be at least a latency the library has verified). It
   solves in seconds where the capped relaxation takes minutes, and proves about as much.
 
+- A branch-and-bound tree over the delivery relaxation (model `residency-delivery-tree`,
+  `solvers/lp_tree.py`): the homes are 0 or 1 at every point a valid solution maps to,
+  so a disjunction on them (one home fixed to 0 or 1, or a count of equal-size weights
+  in one level at most k or at least k + 1) splits the solutions between two children;
+  the certificate is the tree, VIPR-style: its disjunctions and one dual vector per leaf,
+  each proving its leaf's bound by weak duality. The check rebuilds the LP with the
+  stored ceiling (at least a latency the library has verified), walks the tree and
+  takes the least leaf bound, at most the ceiling. Not among a problem's default models
+  (`lp_models`): it takes minutes and its certificate is large; `improve --lp-model`
+  asks for it.
+
 All are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
 """
@@ -66,9 +77,16 @@ DUAL_TOLERANCE = 1e-7  # HiGHS's default dual feasibility tolerance
 ACCESS_MODEL = "residency-access"
 CAPPED_MODEL = "residency-relaxation-capped"
 DELIVERY_MODEL = "residency-delivery"
-LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL)
+TREE_MODEL = "residency-delivery-tree"
+LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL,
+             TREE_MODEL)
 # models whose certificate stores the ceiling (a valid latency) their columns are capped by
-CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL)
+CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL)
+# models solved only when asked for by name (`improve --lp-model`), per problem
+ON_REQUEST_MODELS = {"residency": (TREE_MODEL,)}
+# a tree is kept only when it proves this much (relative) above its root LP
+TREE_MIN_GAIN = 0.002
+TREE_MAX_LEAVES = 400
 
 
 def closed_form(instance: Instance) -> float:
@@ -171,6 +189,63 @@ def _delivery_dual(instance: Instance, time_limit: float | None,
     return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
 
 
+def _home_branching(instance: Instance, model: Any) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """The delivery relaxation's branchable columns (every home column: 0 or 1 at every
+    valid solution's point), the groups a tree branches on first (per fast level, the
+    homes there of three or more weights of one size, together at least a tenth of the
+    fastest level), and a priority per column (larger tensors first, weights before
+    activations)."""
+    n_cols = model.lp.cost.size
+    branchable = np.zeros(n_cols, bool)
+    priority = np.zeros(n_cols)
+    homes = model.homes
+    for t in range(instance.n_tensors):
+        cols = homes[t][homes[t] >= 0]
+        branchable[cols] = True
+        priority[cols] = float(instance.size[t]) * (1.0 if instance.is_weight[t] else 0.5)
+    groups = []
+    weights = np.flatnonzero(instance.is_weight == 1)
+    sizes, counts = np.unique(instance.size[weights], return_counts=True)
+    for size, count in zip(sizes.tolist(), counts.tolist()):
+        if count < 3 or size * count < 0.1 * float(instance.capacity[0]):
+            continue
+        same = weights[instance.size[weights] == size]
+        for level in range(instance.n_levels - 1):
+            cols = homes[same, level]
+            if (cols >= 0).sum() >= 2:
+                groups.append(cols[cols >= 0])
+    return branchable, groups, priority
+
+
+def _tree_dual(instance: Instance, time_limit: float | None,
+               ceiling: float | None) -> dict[str, Any] | None:
+    """A tree over the delivery relaxation (`lp_tree.grow`), kept only when it proves
+    TREE_MIN_GAIN above its root."""
+    import time
+    from memplace.solvers import lp_tree
+    from memplace.solvers.residency.machinery import delivery_bound
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+        return None
+    began = time.perf_counter()
+    limit = 600.0 if time_limit is None else time_limit
+    try:
+        model = delivery_bound.formulate(instance, ceiling, began + limit)
+    except TimeoutError:
+        return None
+    branchable, groups, priority = _home_branching(instance, model)
+    left = max(1.0, began + limit - time.perf_counter())
+    grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left, TREE_MAX_LEAVES,
+                         groups, priority, model.scale)
+    if grown.leaves < 2:
+        return None
+    cert = {"kind": "lp-dual", "model": TREE_MODEL, "ceiling": float(ceiling), "rows": int(model.lp.rlo.size),
+            "leaves": grown.leaves, "tree": grown.tree}
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    if not math.isfinite(cert["bound"]) or cert["bound"] <= grown.root_bound * (1 + TREE_MIN_GAIN):
+        return None
+    return cert
+
+
 def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
             ceiling: float | None = None) -> dict[str, Any] | None:
     """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
@@ -182,6 +257,8 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
         return _capped_dual(instance, time_limit, ceiling)
     if model == DELIVERY_MODEL:
         return _delivery_dual(instance, time_limit, ceiling)
+    if model == TREE_MODEL:
+        return _tree_dual(instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -226,6 +303,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_capped(instance, certificate, valid_latency)
     if certificate.get("model") == DELIVERY_MODEL:
         return _check_delivery(instance, certificate, valid_latency)
+    if certificate.get("model") == TREE_MODEL:
+        return _check_tree(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -292,6 +371,23 @@ def _check_delivery(instance: Instance, certificate: dict[str, Any],
     if y is None:
         return -math.inf
     bound = delivery_bound.dual_bound(model, y)
+    if not math.isfinite(bound):
+        return -math.inf
+    return bound * (1 - MARGIN) if bound > 0 else bound
+
+
+def _check_tree(instance: Instance, certificate: dict[str, Any],
+                valid_latency: float | None) -> float:
+    from memplace.solvers import lp_tree
+    from memplace.solvers.residency.machinery import delivery_bound
+    ceiling = float(certificate.get("ceiling", math.nan))
+    if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
+        return -math.inf
+    model = delivery_bound.formulate(instance, ceiling)
+    if int(certificate.get("rows", -1)) != model.lp.rlo.size or not isinstance(certificate.get("tree"), dict):
+        return -math.inf
+    branchable, _, _ = _home_branching(instance, model)
+    bound = min(lp_tree.check_tree(model.lp, certificate["tree"], branchable) * model.scale, ceiling)
     if not math.isfinite(bound):
         return -math.inf
     return bound * (1 - MARGIN) if bound > 0 else bound

@@ -184,9 +184,11 @@ def certify_task(lib: Library, e: Entry, budget: float,
     if e.problem == "packing":
         return []
     from memplace.bench.library.tables import TARGET_GAP
-    from memplace.solvers.certificate import CAPPED_MODEL, CEILING_MODELS, lp_models
+    from memplace.solvers.certificate import CAPPED_MODEL, CEILING_MODELS, ON_REQUEST_MODELS, lp_models
     have = {b.get("label") for b in e.bounds if b["kind"] == "lp-dual"} | set(
         e.data.get("lp_dominated", []))
+    # a tree over the delivery relaxation only when asked for: minutes, and a large certificate
+    asked = [m for m in ON_REQUEST_MODELS.get(e.problem, ()) if models is not None and m in models]
     # the ceiling models are solved again each time: their ceiling, the best known, falls
     # as the best known improves (the access relaxation is quick; the capped one is run
     # only where the gap is still above the target)
@@ -202,6 +204,8 @@ def certify_task(lib: Library, e: Entry, budget: float,
     if capped:
         tasks.append(Task(e.id, e.problem, source, "lp-dual", max(budget, CAPPED_TIME_LIMIT_S), 0,
                           {"models": [CAPPED_MODEL], "ceiling": ceiling, "closed_form": False}))
+    tasks += [Task(e.id, e.problem, source, "lp-dual", budget, 0,
+                   {"models": [m], "ceiling": ceiling, "closed_form": False}) for m in asked]
     return tasks
 
 

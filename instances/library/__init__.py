@@ -65,7 +65,11 @@ BOUND_KINDS: dict[str, tuple[bool, str]] = {
                       "best known latency, and so does the capped relaxation (memplace.solvers."
                       "certificate, model residency-relaxation-capped: the residency relaxation's "
                       "LP with its interval columns capped by that ceiling, so any dual vector "
-                      "proves a bound)"),
+                      "proves a bound), the delivery relaxation (memplace.solvers.residency.machinery."
+                      "delivery_bound, model residency-delivery) and a branch-and-bound tree over "
+                      "it (memplace.solvers.lp_tree, model residency-delivery-tree: its disjunctions "
+                      "on homes and one dual vector per leaf; verify walks the tree and takes the "
+                      "least leaf bound)"),
     "peak-live": (True, "packing: the largest total size of buffers alive at one time; verify "
                         "recomputes it from the buffers"),
     "branch-and-bound": (False, "HiGHS's proven dual bound of a MILP after branch and bound: "

@@ -1,0 +1,115 @@
+"""Branch-and-bound trees over the delivery relaxation as certificates (`solvers/lp_tree.py`,
+model residency-delivery-tree): on random tiny instances the bound a grown tree proves is
+never above the optimum found by exhaustive search and never below its root's; any tree
+of disjunctions on home columns with any duals and multipliers at its leaves proves no
+more than the optimum; and a tree that branches on a column that is not a home, leaves
+a side out, or carries changed duals proves nothing or less, so `verify` rejects it."""
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memplace.bench.library.check import holds
+from memplace.instances import load
+from memplace.model import Instance
+from memplace.solvers import lp_tree, solve
+from memplace.solvers.certificate import TREE_MODEL, _home_branching, check_lp_dual, lp_models
+from memplace.solvers.residency.machinery import delivery_bound
+from randominst import random_instance_dict
+from residency_exhaustive import exhaustive_optimum
+
+
+def _tiny(seed: int) -> Instance:
+    rng = np.random.default_rng(seed)
+    data = random_instance_dict(seed, n_ops=int(rng.integers(3, 5)), n_tensors=3,
+                                n_levels=int(rng.integers(2, 4)), tight=float(rng.choice([0.5, 1.0, 2.0])))
+    for level in data["hardware"]["levels"]:
+        if rng.random() < 0.7:  # copies mostly slower than accesses: prefetches wait in fast memory
+            level["copy_bandwidth"] = level["bandwidth"] * float(rng.choice([0.02, 0.1, 0.3, 1.0, 3.0]))
+    return Instance.from_dict(data)
+
+
+def _random_tree(rng: np.random.Generator, branchable: np.ndarray, n_rows: int, depth: int,
+                 n_path_rows: int = 0) -> dict:
+    cols = np.flatnonzero(branchable)
+    if depth == 0 or cols.size == 0:
+        y = rng.normal(0.0, float(rng.choice([0.1, 1.0, 10.0])), n_rows)
+        return {"index": list(range(n_rows)), "value": y.tolist(),
+                "path": rng.normal(0.0, 1.0, n_path_rows).tolist()}
+    chosen = rng.choice(cols, size=int(rng.integers(1, min(3, cols.size) + 1)), replace=False)
+    at = 0 if chosen.size == 1 else int(rng.integers(0, chosen.size))
+    extra = 0 if chosen.size == 1 else 1
+    return {"branch": [int(j) for j in chosen], "at": at,
+            "down": _random_tree(rng, branchable, n_rows, depth - 1, n_path_rows + extra),
+            "up": _random_tree(rng, branchable, n_rows, depth - 1, n_path_rows + extra)}
+
+
+def test_the_tree_is_solved_only_on_request():
+    assert TREE_MODEL not in lp_models("residency")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_a_grown_tree_proves_at_most_the_exhaustive_optimum_and_at_least_its_root(seed):
+    inst = _tiny(seed)
+    best = exhaustive_optimum(inst)
+    assert np.isfinite(best)
+    model = delivery_bound.formulate(inst, best)
+    branchable, groups, priority = _home_branching(inst, model)
+    grown = lp_tree.grow(model.lp, branchable, best / model.scale, 20.0, 16, groups, priority,
+                         model.scale)
+    assert grown.root_bound * (1 - 1e-6) <= grown.bound <= best * (1 + 1e-9)
+    cert = {"kind": "lp-dual", "model": TREE_MODEL, "ceiling": best, "rows": int(model.lp.rlo.size),
+            "tree": grown.tree}
+    assert check_lp_dual(inst, cert, valid_latency=best) == pytest.approx(grown.bound, rel=1e-7)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_any_tree_with_any_duals_proves_at_most_the_optimum(seed):
+    inst = _tiny(seed)
+    best = exhaustive_optimum(inst)
+    model = delivery_bound.formulate(inst, best)
+    branchable, _, _ = _home_branching(inst, model)
+    rng = np.random.default_rng(seed)
+    for depth in (0, 1, 3):
+        tree = _random_tree(rng, branchable, model.lp.rlo.size, depth)
+        assert lp_tree.check_tree(model.lp, tree, branchable) * model.scale <= best * (1 + 1e-9)
+
+
+def test_a_tampered_tree_proves_nothing_or_less():
+    inst = load("zoo/mobilenet-v3-small@nnpi", "residency")
+    valid = solve(inst, "compiler", time_limit=None, problem="residency").latency
+    model = delivery_bound.formulate(inst, valid)
+    branchable, groups, priority = _home_branching(inst, model)
+    grown = lp_tree.grow(model.lp, branchable, valid / model.scale, 60.0, 6, groups, priority,
+                         model.scale)
+    assert grown.leaves >= 2 and grown.root_bound * (1 - 1e-6) <= grown.bound <= valid
+    cert = {"kind": "lp-dual", "model": TREE_MODEL, "ceiling": valid, "rows": int(model.lp.rlo.size),
+            "tree": grown.tree}
+    assert check_lp_dual(inst, cert, valid_latency=valid) == pytest.approx(grown.bound, rel=1e-7)
+    assert check_lp_dual(inst, cert, valid_latency=valid * 1.01) == -math.inf  # ceiling too low
+    not_a_home = int(np.flatnonzero(~branchable)[0])
+    wrong = copy.deepcopy(cert)
+    wrong["tree"]["branch"] = [not_a_home]
+    assert check_lp_dual(inst, wrong, valid_latency=valid) == -math.inf
+    half = copy.deepcopy(cert)
+    del half["tree"]["up"]
+    assert check_lp_dual(inst, half, valid_latency=valid) == -math.inf
+    fractional = copy.deepcopy(cert)
+    fractional["tree"]["at"] = 0.5
+    assert check_lp_dual(inst, fractional, valid_latency=valid) == -math.inf
+    zeroed = copy.deepcopy(cert)
+    stack = [zeroed["tree"]]
+    while stack:  # every leaf's duals set to zero: only the compute floor's box terms remain
+        node = stack.pop()
+        if "branch" in node:
+            stack += [node["down"], node["up"]]
+        else:
+            node["value"] = [0.0] * len(node["value"])
+    assert not holds(grown.bound, check_lp_dual(inst, zeroed, valid_latency=valid))
