@@ -55,6 +55,8 @@ DOORS = {door.name: door for door in [
          "Instances with best known solutions and certified bounds"),
     Door("instances", "memplace.cli.instances:instances_group",
          "List, show and export the benchmark instances"),
+    Door("limits", "memplace.cli.limits:limits_command",
+         "Run every solver at a short limit; wall time against it"),
     Door("pack", "memplace.cli.pack:pack_command",
          "Give every buffer of a MiniMalloc CSV an offset"),
     Door("pack-bench", "memplace.cli.pack:pack_bench_command",

@@ -1,0 +1,53 @@
+"""`memplace limits`: a run is judged by the later of solve()'s return and its solver
+thread's end, so a thread that outlives a hard stop (and holds a core) is reported.
+
+No wall-clock speed is asserted here: the solver below sleeps a fixed time past a tiny
+limit, so its thread's end is at least that late whatever the machine's load.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memplace.bench.limits import MARGIN_S, LimitRow, table, timed_solve
+from memplace.model import Instance
+from memplace.model.warmup import tiny_instance_dict
+from memplace.solvers import register, solvers_of
+
+SLEEP_S = 2.0
+
+
+def _overstayer(ctx, seconds: float) -> None:
+    ctx.offer(ctx.instance.slowest_placement())
+    time.sleep(seconds)  # ignores the limit
+
+
+@pytest.fixture
+def overstayer():
+    register("test-overstayer", "test only: offers the slowest placement, then sleeps past "
+             "its limit", params={"seconds": SLEEP_S})(_overstayer)
+    yield "test-overstayer"
+    solvers_of().remove("test-overstayer")
+
+
+def test_a_thread_that_outlives_its_hard_stop_is_timed_to_its_end(overstayer):
+    inst = Instance.from_dict(tiny_instance_dict())
+    row = timed_solve(inst, overstayer, "static", 0.1)
+    assert row.hard_stop and not row.error
+    assert row.ended_s >= SLEEP_S and row.ended_s >= row.returned_s
+    assert row.over_s == pytest.approx(row.ended_s - 0.1)
+
+
+def test_a_run_holds_only_within_the_margin_and_without_error():
+    def row(returned: float, ended: float, error: str = "") -> LimitRow:
+        return LimitRow("residency", "sa", "p", 10, 10.0, returned, ended, False, error)
+    assert row(10.2, 10.2).holds
+    assert row(10.0 + MARGIN_S, 10.0 + MARGIN_S).holds
+    assert not row(10.2, 10.0 + MARGIN_S + 0.1).holds  # the thread ran on
+    assert not row(10.0 + MARGIN_S + 0.1, 10.0 + MARGIN_S + 0.1).holds
+    assert not row(1.0, 1.0, "RuntimeError: boom").holds
+    text = table([row(10.2, 10.2), row(10.2, 30.0)])
+    lines = [line for line in text.splitlines() if line.startswith("| residency")]
+    assert "+20.00" in lines[0] and "NO" in lines[0]  # the overrun first
+    assert "1 of 2 runs" in text
