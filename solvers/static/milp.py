@@ -166,6 +166,8 @@ def _solve_highspy(ctx, form, warm, gap, threads, time_limit, log):
                     warm=form.columns(warm), should_stop=ctx.should_stop,
                     on_solution=lambda v: _offer_values(ctx, form, v), log=log)
     ctx.notes.update(nodes=out.nodes, highs_s=round(out.seconds, 3))
+    if not out.presolve:
+        ctx.notes["presolve"] = "off (its set-up would not fit the time limit)"
     return out.values, out.bound, out.status
 
 

@@ -28,6 +28,7 @@ tolerances then mean the same on every instance).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -326,6 +327,23 @@ class HighsOutcome:
     status: str  # HiGHS model status
     nodes: int
     seconds: float
+    presolve: bool = True  # HiGHS's presolve ran (see `presolve_fits`)
+
+
+# HiGHS's MIP set-up after its presolve (1.16) reads no clock and polls no callback: with
+# presolve on, 0.3-0.6 s at 30,000-45,000 nonzeros, 2.4 s at 75,000 and 9-12 s at 150,000
+# (synth-10000) whatever the time limit (measured at load 9); with presolve off the root LP
+# starts at once. Taken as quadratic in the nonzeros through the largest point.
+PRESOLVE_SETUP_S = 12.0  # at PRESOLVE_SETUP_NONZEROS
+PRESOLVE_SETUP_NONZEROS = 150_000
+
+
+def presolve_fits(nonzeros: int, time_limit: float | None) -> bool:
+    """Whether HiGHS's presolve may run: its uninterruptible set-up, as estimated above,
+    takes at most a quarter of the time limit (always without a limit)."""
+    if time_limit is None or not math.isfinite(time_limit):
+        return True
+    return PRESOLVE_SETUP_S * (nonzeros / PRESOLVE_SETUP_NONZEROS) ** 2 <= time_limit / 4
 
 
 def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
@@ -334,7 +352,11 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
     """Solve the MILP with highspy. `warm`: column values of a feasible start.
     `should_stop()` is polled by HiGHS; `on_solution(values)` sees each improving
     incumbent (column values of the original model)."""
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     h = new_highs(threads, seed, time_limit, log)
+    presolve = presolve_fits(form.stats["nonzeros"], time_limit)
+    if not presolve:
+        h.setOptionValue("presolve", "off")
     h.setOptionValue("mip_rel_gap", float(gap))
     h.setOptionValue("mip_abs_gap", 0.0)
     # At the default 1e-6 HiGHS may take y = 1 - 1e-6 as integral and "save" 1e-6 of
@@ -348,7 +370,7 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
         def improving(event):
             on_solution(np.array(event.data_out.mip_solution, dtype=np.float64))
         h.cbMipImprovingSolution.subscribe(improving)
-    seconds = run(h, should_stop)
+    seconds = run(h, should_stop, deadline)
     status = h.modelStatusToString(h.getModelStatus())
     info = h.getInfo()
     values = None
@@ -356,7 +378,7 @@ def run_highs(form: Formulation, *, gap: float, threads: int, seed: int,
         values = np.array(h.getSolution().col_value, dtype=np.float64)
     bound = info.mip_dual_bound
     bound = bound / form.scale if math.isfinite(bound) else -math.inf
-    return HighsOutcome(values, bound, status, int(info.mip_node_count), seconds)
+    return HighsOutcome(values, bound, status, int(info.mip_node_count), seconds, presolve)
 
 
 def _solution(values: np.ndarray):
