@@ -4,7 +4,7 @@ EGRL (Khadka et al., "Optimizing Memory Placement using Evolutionary Graph
 Reinforcement Learning", ICLR 2021) evolves Boltzmann chromosomes
 (`boltzmann.py`) alongside its graph-network learners. Every generation each
 chromosome samples one placement, all samples are rectified and timed in one
-batch kernel call (`placements.offer_repaired`), and the next population keeps the
+batch of kernel calls (`placements.offer_repaired`), and the next population keeps the
 elite fraction unchanged and fills the rest by tournament selection, uniform
 crossover of whole tensor rows and multiplicative mutation (EGRL's published
 settings are the defaults). A chromosome's fitness is the latency of its
