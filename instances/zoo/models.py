@@ -9,7 +9,9 @@ inside the builders, so listing the zoo needs none of them.
 
 Decoders come twice: *prefill* (a 128-token prompt, returning the logits and the key/value
 cache it writes) and *decode* (one token reading a 127-token cache passed in as tensors,
-returning the logits and the grown cache), the two programs an LLM server runs.
+returning the logits and the grown cache), the two programs an LLM server runs. A
+multi-step decode (`-decode-Nsteps`) chains N such steps into one program: each step's
+greedy token (the argmax of its logits) and grown cache feed the next.
 """
 from __future__ import annotations
 
@@ -126,9 +128,12 @@ class _Outputs:
         return Encoder().eval()
 
     @staticmethod
-    def decoder(model: Any, layers: int, decode: bool) -> Any:
+    def decoder(model: Any, layers: int, decode: bool, steps: int = 1) -> Any:
         """Prefill: `input_ids` -> logits and every layer's key and value. Decode: one token
-        and every layer's cached key and value -> logits and the grown cache."""
+        and every layer's cached key and value -> logits and the grown cache. With `steps`
+        > 1, that many decode steps in one program, each feeding its greedy token (argmax of
+        its logits) and its grown cache to the next: every step's logits (concatenated along
+        the sequence) and the cache after the last step."""
         import torch
         from transformers import DynamicCache
 
@@ -141,13 +146,17 @@ class _Outputs:
                 cache = DynamicCache(config=self.model.config)
                 for i in range(len(past) // 2):
                     cache.update(past[2 * i], past[2 * i + 1], i)
-                out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True)
+                logits = []
+                for _ in range(steps):
+                    out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True)
+                    logits.append(out.logits)
+                    input_ids = out.logits[:, -1:].argmax(-1)
                 present = out.past_key_values
                 kv = []
                 for i in range(layers):
                     layer = present.layers[i]
                     kv += [layer.keys, layer.values]
-                return (out.logits, *kv)
+                return (torch.cat(logits, dim=1) if steps > 1 else out.logits, *kv)
         return Decoder().eval()
 
 
@@ -162,7 +171,7 @@ def _encoder(kind: str, model_class: str, vocab: int, **fields: Any) -> Callable
     return build
 
 
-def _decoder(kind: str, decode: bool, **fields: Any) -> Callable[[], Any]:
+def _decoder(kind: str, decode: bool, steps: int = 1, **fields: Any) -> Callable[[], Any]:
     def build() -> tuple[Any, dict[str, Any]]:
         import torch
         from transformers import AutoModelForCausalLM
@@ -180,7 +189,7 @@ def _decoder(kind: str, decode: bool, **fields: Any) -> Callable[[], Any]:
         for i in range(layers):
             inputs[f"past_key_{i}"] = torch.randn(1, heads, PAST_LEN, head_dim)
             inputs[f"past_value_{i}"] = torch.randn(1, heads, PAST_LEN, head_dim)
-        return _Outputs.decoder(model, layers, True), inputs
+        return _Outputs.decoder(model, layers, True, steps), inputs
     return build
 
 
@@ -214,6 +223,7 @@ TINYLLAMA = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
                  max_position_embeddings=2048)
 QWEN2_05B = {**QWEN, "num_hidden_layers": 24, "max_position_embeddings": 32768,
              "rope_theta": 1000000.0}
+DECODE_STEPS = 4  # steps of a multi-step decode program (TinyLlama: ~4 x 840 ops)
 PHI3 = dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=4, num_attention_heads=8,
             num_key_value_heads=8, vocab_size=32064, max_position_embeddings=4096,
             pad_token_id=0)
@@ -290,6 +300,18 @@ def _models() -> list[ZooModel]:
             _decoder(kind, True, **fields),
             f"int64 token id [1,1] and each layer's float32 key and value [1,kv_heads,{PAST_LEN},"
             "head_dim]"))
+    # several decode steps chained into one program (issue 21's programs of a few 10^3 ops)
+    for name, kind, fields in (("llama-small", "LlamaConfig", LLAMA),
+                               ("tinyllama", "LlamaConfig", TINYLLAMA)):
+        call = (f"transformers.AutoModelForCausalLM.from_config(transformers.{kind}("
+                f"{_fields(fields)}), attn_implementation='eager')")
+        models.append(ZooModel(
+            f"{name}-decode-{DECODE_STEPS}steps", "decoder",
+            call + f": {DECODE_STEPS} greedy decode steps chained, the key/value cache growing "
+            f"from {PAST_LEN} to {PAST_LEN + DECODE_STEPS} tokens",
+            _decoder(kind, True, DECODE_STEPS, **fields),
+            f"int64 token id [1,1] and each layer's float32 key and value [1,kv_heads,{PAST_LEN},"
+            f"head_dim]; {DECODE_STEPS} steps"))
 
     models.append(ZooModel(
         "wav2vec2-base", "speech", "transformers.Wav2Vec2Model(transformers.Wav2Vec2Config())",

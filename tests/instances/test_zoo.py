@@ -82,6 +82,29 @@ def test_decoders_come_as_prefill_and_a_decode_step_reading_the_key_value_cache(
         assert len(past) == 2 * sum(o["name"].startswith("present_key") for o in prov["outputs"])
 
 
+MULTI_STEP = [e for e in COMMITTED if re.search(r"-decode-\d+steps$", e["name"])]
+
+
+@pytest.mark.parametrize("entry", MULTI_STEP, ids=[e["name"] for e in MULTI_STEP])
+def test_a_multi_step_decode_chains_its_steps_through_the_growing_cache(entry):
+    steps = int(re.search(r"(\d+)steps$", entry["name"]).group(1))
+    data = json.loads((ZOO_DIR / entry["file"]).read_text())
+    prov = data["provenance"]
+    past = [i for i in prov["inputs"] if i["name"].startswith("past_")]
+    present = [o for o in prov["outputs"] if o["name"].startswith("present_")]
+    assert prov["inputs"][0]["shape"] == [1, 1] and len(past) == len(present) > 0
+    # the cache grows by one token a step; the logits are every step's
+    assert all(o["shape"][2] == i["shape"][2] + steps for i, o in zip(past, present))
+    assert prov["outputs"][0]["name"] == "logits" and prov["outputs"][0]["shape"][1] == steps
+    # one program, not one step: every step reads the embedding table again
+    embedding = next(t for t in data["workload"]["tensors"]
+                     if t["name"].endswith("embed_tokens.weight"))
+    assert len(embedding["accesses"]) == steps
+    single = next((e for e in COMMITTED if e["name"] == entry["name"].rsplit("-", 1)[0]), None)
+    if single is not None:  # about `steps` times the single step's ops
+        assert abs(entry["summary"]["ops"] - steps * single["summary"]["ops"]) <= 2 * steps
+
+
 def test_the_table_has_a_row_per_model_of_the_index():
     text = table(INDEX)
     for entry in INDEX["models"]:
