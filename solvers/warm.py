@@ -20,6 +20,7 @@ def warm_solvers(names: list[str] | None = None) -> list[str]:
     for name in names or list(registry()):
         solve(inst, name, time_limit=120.0, seed=0, callback=lambda *_: True)
         done.append(name)
+    _warm_allocator()
     _warm_packers()
     return done
 
@@ -46,6 +47,8 @@ def load_kernels(solvers: list[str], problem: str = DEFAULT_PROBLEM) -> float:
     names = [name for name in wanted if name in builtin]
     if names:  # (an empty list would mean every registered solver)
         warm_solvers(names)
+    if problem != DEFAULT_PROBLEM:
+        _warm_allocator()
     if problem != DEFAULT_PROBLEM and (not solvers or set(solvers) & MOVE_LOOP_SOLVERS):
         _warm_move_loop()
     return time.perf_counter() - began
@@ -68,6 +71,13 @@ def _warm_move_loop() -> None:
     from memplace.solvers import solve
     inst = Instance.from_dict(tiny_instance_dict())
     solve(inst, "sa", time_limit=None, seed=0, problem="residency", iterations=8, restarts=1)
+
+
+def _warm_allocator() -> None:
+    """Compile (or load) msa's compiled allocator (`allocation_kernel.py`), which every
+    residency solver runs (msa itself, or msa's start): `msa` on the three-op instance."""
+    from memplace.solvers import solve
+    solve(Instance.from_dict(tiny_instance_dict()), "msa", time_limit=None, problem="residency")
 
 
 def _warm_packers() -> None:

@@ -70,11 +70,15 @@ def _copy(record):
 class Allocator:
     """msa's allocator over fixed homes (a valid static placement and its offsets, None
     without addressed levels), with the picker's `min` and `max` overlap ratios and at
-    most `max_repacks` best-fit repacks of an addressed level per run."""
+    most `max_repacks` best-fit repacks of an addressed level per run. With `reusable`
+    each run works on copies of the set-up; without, the first run works on it in place
+    (no copies: tens of MB at 10^5 ops) and a later run sets it up again."""
 
     def __init__(self, instance: Instance, homes: np.ndarray, home_offsets: np.ndarray | None,
-                 min_overlap: float = 0.8, max_overlap: float = 10.0, max_repacks: int = 16):
+                 min_overlap: float = 0.8, max_overlap: float = 10.0, max_repacks: int = 16,
+                 reusable: bool = True):
         i = self.instance = instance
+        self.reusable = reusable
         self.homes = np.array(homes, np.int64)
         self.home_offsets = None if home_offsets is None else np.array(home_offsets, np.int64)
         self.max_repacks = max_repacks
@@ -92,11 +96,11 @@ class Allocator:
                               savings, cum, np.array([min_overlap, max_overlap], np.float64))
         self.accesses = np.diff(i.tensor_ptr).astype(np.int64)
         self.K = checkpoint_interval(i)
-        self._room = 0  # the bookings and window slots the templates have room for
+        self._room = 0  # the bookings and window slots the set-up has room for
         self._fit(2 * i.n_tensors + A)
 
     def _fit(self, windows: int) -> None:
-        """Templates (the homes booked, the simulation without windows) with room for
+        """The set-up (the homes booked, the simulation without windows) with room for
         `windows` windows."""
         if windows <= self._room:
             return
@@ -124,7 +128,7 @@ class Allocator:
                                       np.asarray(i.alignment, np.int64),
                                       np.asarray(i.addressed, np.int64), level, lo, hi, size, offset,
                                       nxt, prv, head, tail, np.array([T, 0, 0], np.int64),
-                                      np.zeros((M, 2), np.int64))
+                                      np.zeros((M, 2), np.int64), np.zeros(n, np.int64))
         self.enc = encode(i, self.homes, [], slots=windows)
         self.ck = empty_checkpoints(i, self.K)
         state = initial_state(i)
@@ -143,9 +147,11 @@ class Allocator:
         preferred = np.ascontiguousarray(preferred, np.float64)
         W = int(self.accesses[order].sum()) + order.size  # at most a window per access and one more
         self._fit(W)
-        occ = _copy(self.occupancy)
+        take = _copy if self.reusable else (lambda record: record)
+        occ, enc, ck = take(self.occupancy), take(self.enc), take(self.ck)
         occ.meta[1] = self.max_repacks
-        enc, ck = _copy(self.enc), _copy(self.ck)
+        if not self.reusable:
+            self._room = -1  # spent: set up again before another run
         scratch = Checkpoints(*(np.empty_like(a) for a in ck))
         state = initial_state(i)
         L = i.n_levels
@@ -184,25 +190,28 @@ class Allocator:
                        else np.full(i.n_tensors, -1, np.int64))
             at = np.flatnonzero((homes < i.n_levels - 1) & addressed[homes])
             offsets[at] = occ.offset[at]
-        windows = []
-        for t, level, start, first, last, issue, due, b, defining in pro.kept[:pro.meta[0]].tolist():
-            offset = int(occ.offset[b]) if addressed[level] else None
-            if defining and issue < 0 and first == int(i.start[t]) and last == int(i.end[t]):
-                homes[t] = level
-                if offsets is not None:
-                    offsets[t] = -1 if offset is None else offset
-                stats.fast_homes += 1
-                continue
-            windows.append(Window(t, level, start, first, last, offset,
-                                  None if issue < 0 else (issue, due)))
-        windows.sort(key=lambda w: (w.tensor, w.start))
+        kept = pro.kept[:pro.meta[0]]
+        t = kept[:, 0]
+        whole = (kept[:, 8] == 1) & (kept[:, 5] < 0) & (kept[:, 3] == i.start[t]) & (kept[:, 4] == i.end[t])
+        offset = np.where(addressed[kept[:, 1]], occ.offset[kept[:, 7]], -1)
+        homes[t[whole]] = kept[whole, 1]  # at most one whole-life window per tensor
+        if offsets is not None:
+            offsets[t[whole]] = offset[whole]
+        stats.fast_homes = int(whole.sum())
+        by = np.lexsort((kept[:, 2], kept[:, 0]))  # windows by tensor, then start
+        rows, rows_offset = kept[by][~whole[by]], offset[by][~whole[by]]
+        has_offset = addressed[rows[:, 1]].tolist()
+        windows = tuple(Window(t, level, start, first, last, off if has else None,
+                               None if issue < 0 else (issue, due))
+                        for (t, level, start, first, last, issue, due), off, has in
+                        zip(rows[:, :7].tolist(), rows_offset.tolist(), has_offset))
         stats.windows = len(windows)
-        stats.prefetches = sum(w.is_prefetch for w in windows)
-        stats.evictions = sum(w.evict is not None for w in windows)
-        stats.defining = sum(not w.is_prefetch for w in windows)
+        stats.prefetches = int((rows[:, 2] < rows[:, 3]).sum())
+        stats.evictions = int((rows[:, 5] >= 0).sum())
+        stats.defining = stats.windows - stats.prefetches
         stats.rejected = int(pro.meta[2])
         stats.repacks = int(occ.meta[2])
-        return ResidencySolution(i.name, homes, offsets, tuple(windows))
+        return ResidencySolution(i.name, homes, offsets, windows)
 
 
 def assign_windows(instance: Instance, homes: np.ndarray, home_offsets: np.ndarray | None,
@@ -217,7 +226,8 @@ def assign_windows(instance: Instance, homes: np.ndarray, home_offsets: np.ndarr
     prefetch lead; default `preferred_overlap`). At `deadline` (a `time.perf_counter()`
     value) the buffers not yet seen stay in their homes (every window kept so far is valid
     on its own). Returns the solution and what was done."""
-    run = Allocator(instance, homes, home_offsets, min_overlap, max_overlap, max_repacks)
+    run = Allocator(instance, homes, home_offsets, min_overlap, max_overlap, max_repacks,
+                    reusable=False)
     if order is None:
         order = buffer_order(instance, run.homes)
     leads = (np.full(instance.n_tensors, float(preferred_overlap)) if preferred is None

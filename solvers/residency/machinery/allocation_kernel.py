@@ -74,6 +74,7 @@ class Occupancy(NamedTuple):
     tail: np.ndarray
     meta: np.ndarray  # int64[3]: next free id, repacks left, repacks done
     busy: np.ndarray  # int64[M, 2] scratch: address ranges for a best fit
+    top: np.ndarray  # int64[n] scratch: one level's most bytes in use over ops x .. k
 
 
 class Progress(NamedTuple):
@@ -208,6 +209,13 @@ def _allocate(occ, level, lo, hi, size):
     """`FastMemory.allocate` under the next free id: that id, or -1 (nothing booked)."""
     if not _fits(occ, level, lo, hi, size):
         return -1
+    return _place(occ, level, lo, hi, size)
+
+
+@njit(cache=True, nogil=True)
+def _place(occ, level, lo, hi, size):
+    """`_allocate` once the load is known to leave room: a best-fit offset (or a repack)
+    on an addressed level."""
     b = occ.meta[0]
     offset = -1
     if occ.addressed[level]:
@@ -311,6 +319,31 @@ def _preferred_start(cum, preferred, copy_s, earliest, latest, first):
 
 
 @njit(cache=True, nogil=True)
+def _reach(occ, level, k, low, s):
+    """Extend `occ.top[x]` = the most bytes of `level` in use over ops x .. k, known for
+    x >= low, down to x = s; returns the new low. The starts tried for one use all end at
+    k and nothing is booked between the tries, so each op's load is read once per use,
+    where `_fits` read it once per start."""
+    while low > s:
+        low -= 1
+        v = occ.load[level, low]
+        if low < k and occ.top[low + 1] > v:
+            v = occ.top[low + 1]
+        occ.top[low] = v
+    return low
+
+
+@njit(cache=True, nogil=True)
+def _try_start(occ, level, s, k, size, low):
+    """`_allocate` of a prefetch starting at s for the use at k, the load read through
+    `_reach`: (id or -1, the new low)."""
+    low = _reach(occ, level, k, low, s)
+    if not occ.top[s] + size <= occ.capacity[level]:
+        return -1, low
+    return _place(occ, level, s, k, size), low
+
+
+@njit(cache=True, nogil=True)
 def _prefetch(rules, occ, level, size, copy_s, lo, k, max_elapsed, reduction, preferred):
     """The first start `IntervalPicker.iter_starts` proposes for a use at op k whose
     booking `_allocate` makes: its id and start, or (-1, -1)."""
@@ -322,7 +355,7 @@ def _prefetch(rules, occ, level, size, copy_s, lo, k, max_elapsed, reduction, pr
     if (cum[k] - cum[earliest]) > max_elapsed:
         return -1, -1
     s = _preferred_start(cum, preferred, copy_s, earliest, latest, k)
-    b = _allocate(occ, level, s, k, size)
+    b, low = _try_start(occ, level, s, k, size, k + 1)
     if b >= 0:
         return b, s
     later, earlier = s + 1, s - 1
@@ -341,7 +374,7 @@ def _prefetch(rules, occ, level, size, copy_s, lo, k, max_elapsed, reduction, pr
             while earlier >= earliest and (cum[k] - cum[earlier]) < target:
                 earlier -= 1
         use_later = not use_later
-        b = _allocate(occ, level, s, k, size)
+        b, low = _try_start(occ, level, s, k, size, low)
         if b >= 0:
             return b, s
     return -1, -1
