@@ -72,10 +72,11 @@ def run_task(task: Task) -> dict[str, Any]:
     result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
                    problem=task.problem, **task.params)
     from memplace.model.core.problem import problem as get_problem
-    file = get_problem(task.problem).solution_file(result)
     params = dict(result.params)
-    if params.get("start"):  # the provenance names the start by its content, not a local path
+    if params.get("start"):  # the start is named by its content, not by a local path
         params["start"] = "sha256:" + hashlib.sha256(Path(params["start"]).read_bytes()).hexdigest()
+        result.params = params  # (the solution file's solver block too)
+    file = get_problem(task.problem).solution_file(result)
     out: dict[str, Any] = {"task": asdict(task), "objective": float(result.latency),
                            "solution": json.dumps(file.to_dict(inst), indent=1) + "\n",
                            "params": params, "wall_s": result.wall_s, "bounds": []}

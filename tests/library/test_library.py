@@ -175,4 +175,5 @@ def test_improve_from_best_starts_multistart_from_the_best_known_and_names_it(sm
     outcome = run_task(next(t for t in tasks if t.solver == "multistart"))
     digest = hashlib.sha256(lib.path(entry.best["file"]).read_bytes()).hexdigest()
     assert outcome["params"]["start"] == f"sha256:{digest}"  # not the local path
+    assert json.loads(outcome["solution"])["solver"]["params"]["start"] == f"sha256:{digest}"
     assert outcome["objective"] <= entry.best["objective"] * (1 + 1e-9)
