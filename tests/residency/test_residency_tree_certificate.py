@@ -16,22 +16,10 @@ from hypothesis import strategies as st
 
 from memplace.bench.library.check import holds
 from memplace.instances import load
-from memplace.model import Instance
 from memplace.solvers import lp_tree, solve
 from memplace.solvers.certificate import TREE_MODEL, _home_branching, check_lp_dual, lp_models
 from memplace.solvers.residency.machinery import delivery_bound
-from randominst import random_instance_dict
-from residency_exhaustive import exhaustive_optimum
-
-
-def _tiny(seed: int) -> Instance:
-    rng = np.random.default_rng(seed)
-    data = random_instance_dict(seed, n_ops=int(rng.integers(3, 5)), n_tensors=3,
-                                n_levels=int(rng.integers(2, 4)), tight=float(rng.choice([0.5, 1.0, 2.0])))
-    for level in data["hardware"]["levels"]:
-        if rng.random() < 0.7:  # copies mostly slower than accesses: prefetches wait in fast memory
-            level["copy_bandwidth"] = level["bandwidth"] * float(rng.choice([0.02, 0.1, 0.3, 1.0, 3.0]))
-    return Instance.from_dict(data)
+from residency_exhaustive import tiny_case
 
 
 def _random_tree(rng: np.random.Generator, branchable: np.ndarray, n_rows: int, depth: int,
@@ -56,9 +44,7 @@ def test_the_tree_is_solved_only_on_request():
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6))
 def test_a_grown_tree_proves_at_most_the_exhaustive_optimum_and_at_least_its_root(seed):
-    inst = _tiny(seed)
-    best = exhaustive_optimum(inst)
-    assert np.isfinite(best)
+    inst, best = tiny_case(seed, slow_copies=True)
     model = delivery_bound.formulate(inst, best)
     branchable, groups, priority = _home_branching(inst, model)
     grown = lp_tree.grow(model.lp, branchable, best / model.scale, 20.0, 16, groups, priority,
@@ -72,8 +58,7 @@ def test_a_grown_tree_proves_at_most_the_exhaustive_optimum_and_at_least_its_roo
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6))
 def test_any_tree_with_any_duals_proves_at_most_the_optimum(seed):
-    inst = _tiny(seed)
-    best = exhaustive_optimum(inst)
+    inst, best = tiny_case(seed, slow_copies=True)
     model = delivery_bound.formulate(inst, best)
     branchable, _, _ = _home_branching(inst, model)
     rng = np.random.default_rng(seed)
