@@ -183,7 +183,8 @@ def solve_ga(ctx: SearchContext, population: int, generations: int | None, cxpb:
 
     pop = []
     if seed_heuristics:
-        pop = [make_individual(p) for p in heuristic_starts(inst, ctx.rng, greedy_seeds)][:population]
+        pop = [make_individual(p) for p in
+               heuristic_starts(inst, ctx.rng, greedy_seeds, should_stop=ctx.should_stop)][:population]
     pop += tb.population(n=population - len(pop))
     evaluate_invalid(tb, pop)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -18,10 +19,17 @@ from memplace.solvers.static.heuristics import (ORDERS, greedy_fill, heuristic_p
 
 
 def heuristic_starts(inst: Instance, rng: np.random.Generator | None = None, greedy: int = 0,
-                     noise: float = 0.3) -> list[np.ndarray]:
-    """Every compiler heuristic's (valid) placement, then `greedy` randomised greedy fills."""
+                     noise: float = 0.3, should_stop: Callable[[], bool] = lambda: False
+                     ) -> list[np.ndarray]:
+    """Every compiler heuristic's (valid) placement, then up to `greedy` randomised greedy
+    fills, fewer once `should_stop()` (a fill takes about 0.5 s at 10^4 tensors on a loaded
+    machine: twenty of them ran the static ga 18 s past a 10 s limit)."""
     starts = list(heuristic_placements(inst).values())
-    return starts + [randomized_greedy(inst, rng, noise) for _ in range(greedy)]
+    for _ in range(greedy):
+        if should_stop():
+            break
+        starts.append(randomized_greedy(inst, rng, noise))
+    return starts
 
 
 def capacity_starts(inst: Instance) -> dict[str, np.ndarray]:
@@ -62,11 +70,14 @@ def offer_valid(ctx: SearchContext, place: np.ndarray, latency_s: float | None =
 
 
 REPAIR_CALL_S = 0.25  # seconds of one kernel call of `offer_repaired` (the clock is read between)
+REPAIR_MAX_ROWS = 8  # rows of one call at most: a row's repair time varies 100-fold (a valid
+# seed ~1 ms, a random row ~0.3 s at 10^4 tensors), so calls sized on the fast rows once ran 30 s
 
 
 def offer_repaired(ctx: SearchContext, placements: np.ndarray) -> np.ndarray:
     """Rectify the rows of an int64[P, T] array in place, count them and offer the best;
-    return the latencies. The rows go to the kernel in calls of about `REPAIR_CALL_S`, and
+    return the latencies. The rows go to the kernel in calls of at most `REPAIR_MAX_ROWS`
+    (fewer where they take longer than `REPAIR_CALL_S`), and
     at the time limit the rows not reached keep their genes and get an infinite latency
     (a generation of 100 rows took 6 s at 10^4 tensors: checked between generations
     only, the limit was overrun by as much)."""
@@ -79,7 +90,7 @@ def offer_repaired(ctx: SearchContext, placements: np.ndarray) -> np.ndarray:
         lat[done:done + n] = repair_latency_batch(ctx.instance, placements[done:done + n])
         took = time.perf_counter() - began
         done += n
-        chunk = max(1, min(4 * n, int(n * REPAIR_CALL_S / max(took, 1e-6))))
+        chunk = max(1, min(2 * n, REPAIR_MAX_ROWS, int(n * REPAIR_CALL_S / max(took, 1e-6))))
     ctx.count(done)
     best = int(np.argmin(lat))
     offer_valid(ctx, placements[best], float(lat[best]))
