@@ -6,9 +6,9 @@ result validated there), within `seconds` in all:
 - the bound lane: the static `milp` (`static_share` of the time, on programs of at most
   `STATIC_MAX_OPS` ops: the static problem's best placement is a residency solution with
   no windows, docs/spec.md section 9, and on programs where the residency searches start
-  from the compiler's homes it is the better solution; on larger ones its thread runs on
-  past its limit, multistart's `MILP_MAX_OPS` for that reason, and sa's windows win by
-  far), then `bound` for the rest: the closed-form bounds, the delivery relaxation by
+  from the compiler's homes it is the better solution; larger ones leave it out, as
+  multistart does (`MILP_MAX_OPS`): there its time is a core taken from the search lane,
+  for a placement without windows far behind sa's), then `bound` for the rest: the closed-form bounds, the delivery relaxation by
   blocks (`solvers/residency/machinery/horizon_bound.py`) and the access relaxation
   (`access_bound.py`), LPs that scale to 10^4 ops; then the capped LP and, where it can be
   built, the MILP relaxation, whose incumbents are the static compiler placement, msa's
