@@ -32,25 +32,8 @@ def place_in_order(order, sizes, lowers, uppers, alignments, capacity, gap_rule)
     O(log n) plus the buffers to step over, over lifespans renumbered by the rank of
     their ends (which keeps every intersection), so the whole is O(n log n) where a
     scan of every placed buffer was O(n^2)."""
-    n = sizes.size
-    offsets = np.full(n, -1, np.int64)
-    if n == 0:
-        return offsets
-    points = np.unique(np.concatenate((lowers, uppers)))
-    first = np.searchsorted(points, lowers)  # inclusive steps over ranks
-    last = np.searchsorted(points, uppers) - 1
-    span_lo = first.min()
-    span_hi = last.max()
-    ix = new_offset_index(1, span_hi + 1, n, span_lo, span_hi)
-    best_fit = gap_rule == BEST_FIT
-    for k in range(order.size):
-        b = order[k]
-        at = index_fit(ix, 0, first[b], last[b], sizes[b], alignments[b], capacity, best_fit,
-                       first, last, offsets, sizes)
-        if at < 0:
-            continue
-        offsets[b] = at
-        index_add(ix, 0, b, first[b], last[b], at, sizes[b])
+    offsets = np.full(sizes.size, -1, np.int64)
+    _place(order, sizes, lowers, uppers, alignments, capacity, gap_rule, offsets, False)
     return offsets
 
 
@@ -59,21 +42,31 @@ def place_around(order, sizes, lowers, uppers, alignments, capacity, gap_rule, f
     """`place_in_order` around fixed buffers: those with `fixed[b] >= 0` keep that offset
     (they enter the index first); the others in `order` are placed by `gap_rule`. The
     large-neighbourhood search of `memplace.model.packing.anytime` re-packs a window this way."""
-    n = sizes.size
     offsets = fixed.copy()
+    _place(order, sizes, lowers, uppers, alignments, capacity, gap_rule, offsets, True)
+    return offsets
+
+
+@njit(cache=True, nogil=True)
+def _place(order, sizes, lowers, uppers, alignments, capacity, gap_rule, offsets, keep):
+    """Fill `offsets` for the buffers of `order`, as the C core's `place_core` does: with
+    `keep`, the buffers whose offset is already >= 0 stay there (entered first) and are
+    skipped in `order`; every other buffer gets its gap or stays as it is (-1)."""
+    n = sizes.size
     if n == 0:
-        return offsets
+        return
     points = np.unique(np.concatenate((lowers, uppers)))
-    first = np.searchsorted(points, lowers)
+    first = np.searchsorted(points, lowers)  # inclusive steps over ranks
     last = np.searchsorted(points, uppers) - 1
     ix = new_offset_index(1, last.max() + 1, n, first.min(), last.max())
-    for b in range(n):
-        if offsets[b] >= 0:
-            index_add(ix, 0, b, first[b], last[b], offsets[b], sizes[b])
+    if keep:
+        for b in range(n):
+            if offsets[b] >= 0:
+                index_add(ix, 0, b, first[b], last[b], offsets[b], sizes[b])
     best_fit = gap_rule == BEST_FIT
     for k in range(order.size):
         b = order[k]
-        if offsets[b] >= 0:
+        if keep and offsets[b] >= 0:
             continue
         at = index_fit(ix, 0, first[b], last[b], sizes[b], alignments[b], capacity, best_fit,
                        first, last, offsets, sizes)
@@ -81,7 +74,6 @@ def place_around(order, sizes, lowers, uppers, alignments, capacity, gap_rule, f
             continue
         offsets[b] = at
         index_add(ix, 0, b, first[b], last[b], at, sizes[b])
-    return offsets
 
 
 @njit(cache=True, nogil=True)
