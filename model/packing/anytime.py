@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from memplace.model.packing.compiled import BEST_FIT, FIRST_FIT, place_around, place_in_order
-from memplace.model.packing.ordering import time_points
+from memplace.model.packing.timeline import live_load, time_points
 
 SEED = 20261125
 NOISE = 0.25           # log-normal spread of the randomised priorities
@@ -99,15 +99,10 @@ def improve(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray, aligns: n
     height = int(tops.max())
     points = time_points(lowers, uppers)
     m = points.size
-    first = np.searchsorted(points, lowers)
-    last = np.searchsorted(points, uppers)
+    load, first, last = live_load(sizes, lowers, uppers)  # live bytes from each time point on
     keys = (sizes.astype(float), (uppers - lowers).astype(float),
             sizes.astype(float) * (uppers - lowers))
     width = float(START_WIDTH)
-    delta = np.zeros(m + 1)
-    np.add.at(delta, first, sizes)
-    np.add.at(delta, last, -sizes)
-    load = np.cumsum(delta)[:m]  # live bytes from each time point on
     while height > bound and time.perf_counter() < deadline:
         target = height - 1
         over = np.flatnonzero(tops > target)

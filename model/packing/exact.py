@@ -26,10 +26,10 @@ import numpy as np
 from memplace.model.packing.ordering import features as _features
 from memplace.model.packing.ordering import random_order as _random_order
 from memplace.model.packing.ordering import static_orders as _static_orders
-from memplace.model.packing.ordering import time_points
 from memplace.model.packing.compiled import (INFEASIBLE, NODE_LIMIT, PACKED, STOPPED,
                                              TIME_LIMIT, search)
 from memplace.model.packing.tiling import is_perfect, tile
+from memplace.model.packing.timeline import peak_live, time_points
 
 __all__ = ["PACKED", "INFEASIBLE", "NODE_LIMIT", "TIME_LIMIT", "exact_offsets", "lowest_height",
            "height_granule", "search_workers"]
@@ -68,15 +68,6 @@ def _parts(lowers: np.ndarray, uppers: np.ndarray) -> list[np.ndarray]:
         reach = uppers[i] if reach is None else max(reach, uppers[i])
     parts.append(order[start:])
     return [np.sort(p) for p in parts if p.size]
-
-
-def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
-    """The peak live size: no packing is lower."""
-    points = time_points(lowers, uppers)
-    delta = np.zeros(points.size, np.int64)
-    np.add.at(delta, np.searchsorted(points, lowers), sizes)
-    np.add.at(delta, np.searchsorted(points, uppers), -sizes)
-    return int(np.cumsum(delta).max()) if sizes.size else 0
 
 
 def _overlaps(lowers: np.ndarray, uppers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,7 +150,7 @@ def _solve_part(sizes, lowers, uppers, alignments, capacity, deadline, node_limi
     # with slack, first the tightest height that can pack (the peak live size): the section
     # bound and the tiling rule prune hardest there, and what packs there packs within the
     # capacity; each round runs both heights until the lower one is proven infeasible
-    peak = _peak(sizes, lowers, uppers)
+    peak = peak_live(sizes, lowers, uppers)
     heights = [peak, capacity] if peak < capacity else [capacity]
     # a perfect tiling (the same live size everywhere) also gets the exact-cover search of
     # `tiling`, a tenth of each round's node limit (its nodes cost more), on worker 0

@@ -9,23 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from memplace.model.packing.timeline import live_load
+
 RANDOM_SPREAD = 0.5
-
-
-def time_points(lowers: np.ndarray, uppers: np.ndarray) -> np.ndarray:
-    """The distinct times at which a buffer starts or ends, increasing.
-
-    Sorting and dropping repeats, not `np.unique`: numpy 2's `np.unique` imports
-    `numpy.ma` on its first call, 12 ms of CPU that `memplace pack` would spend at
-    start-up for nothing."""
-    points = np.sort(np.concatenate([lowers, uppers]))
-    if points.size == 0:
-        return points
-    keep = np.empty(points.size, bool)
-    keep[0] = True
-    np.not_equal(points[1:], points[:-1], out=keep[1:])
-    return points[keep]
-
 
 
 def features(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray
@@ -34,13 +20,7 @@ def features(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray
     width times size. Buffers high in all three are the most constrained."""
     width = uppers - lowers
     area = width * sizes
-    points = time_points(lowers, uppers)
-    lo = np.searchsorted(points, lowers)
-    hi = np.searchsorted(points, uppers)
-    load = np.zeros(points.size, np.int64)
-    np.add.at(load, lo, sizes)
-    np.add.at(load, hi, -sizes)
-    load = np.cumsum(load)
+    load, lo, hi = live_load(sizes, lowers, uppers)
     total = _range_max(load, lo, hi)
     return total, width, area
 

@@ -21,7 +21,7 @@ from memplace.model.packing import anytime
 from memplace.model.packing import exact as pack_exact
 from memplace.model.packing import pairwise
 from memplace.model.packing.buffers import Buffer, Gap, effective_size
-from memplace.model.packing.ordering import time_points
+from memplace.model.packing.timeline import peak_live
 from memplace.model.packing.compiled import (FIRST_FIT, HEURISTICS, heuristic_offsets,
                                              place_in_order)
 
@@ -70,20 +70,12 @@ def peak_live_size(buffers: Sequence[Buffer]) -> int:
     """Largest total of bytes held at one time (a buffer in a gap holds its window, or
     nothing): a lower bound on any packing's height."""
     if all(not b.gaps for b in buffers):
-        return _peak(*_arrays(buffers)[:3])
+        return peak_live(*_arrays(buffers)[:3])
     pieces = [(wu - wl, t0, t1) for b in buffers for t0, t1, wl, wu in b.pieces]
     if not pieces:
         return 0
     held, lowers, uppers = (np.array(column, np.int64) for column in zip(*pieces))
-    return _peak(held, lowers, uppers)
-
-
-def _peak(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> int:
-    points = time_points(lowers, uppers)
-    delta = np.zeros(points.size, np.int64)
-    np.add.at(delta, np.searchsorted(points, lowers), sizes)
-    np.add.at(delta, np.searchsorted(points, uppers), -sizes)
-    return int(np.cumsum(delta).max()) if sizes.size else 0
+    return peak_live(held, lowers, uppers)
 
 
 # ---------------------------------------------------------------------------
@@ -139,7 +131,7 @@ def _best_heuristic(sizes, lowers, uppers, aligns, capacity, time_limit):
             h = _height(sizes, offsets)
             if best is None or h < best[0]:
                 best = (h, offsets)
-            peak = _peak(sizes, lowers, uppers) if peak is None else peak
+            peak = peak_live(sizes, lowers, uppers) if peak is None else peak
             if h <= peak:
                 break  # at the peak live size: no packing is lower
     if best is None:

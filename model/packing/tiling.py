@@ -37,8 +37,8 @@ import time
 
 import numpy as np
 
-from memplace.model.packing.ordering import time_points
 from memplace.model.packing.rules import INFEASIBLE, NODE_LIMIT, PACKED, TIME_LIMIT
+from memplace.model.packing.timeline import live_load, time_points
 
 
 def is_perfect(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> bool:
@@ -46,11 +46,7 @@ def is_perfect(sizes: np.ndarray, lowers: np.ndarray, uppers: np.ndarray) -> boo
     the last end (the sections where the buffers live at all)."""
     if sizes.size == 0:
         return False
-    points = time_points(lowers, uppers)
-    delta = np.zeros(points.size, np.int64)
-    np.add.at(delta, np.searchsorted(points, lowers), sizes)
-    np.add.at(delta, np.searchsorted(points, uppers), -sizes)
-    load = np.cumsum(delta)[:-1]
+    load = live_load(sizes, lowers, uppers)[0][:-1]
     return bool((load == load[0]).all())
 
 
