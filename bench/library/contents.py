@@ -124,25 +124,10 @@ def _add_packings(lib: Library, sources: list[tuple[Path, str, int | None]],
 def build(lib: Library, echo: Callable[[str], None] = print) -> None:
     """Add every instance of version 1 with its default and cheap bounds (no search yet:
     `improve` does that)."""
-    have = {e.name for e in lib.entries}
     with tempfile.TemporaryDirectory() as tmp:
         sources = [(str(p), re.sub(r"@.*", "", p.stem)) for p in onnx_instances(Path(tmp))]
-        for source, workload in sources + program_sources():
-            from memplace.instances import load
-            name = load(source).name
-            if name in have:
-                continue
-            for e in improve.add_instance(lib, source, workload=workload):
-                echo(f"added {e.id} ({e.split}, {e.ops} ops): default {e.default['objective']:.6g}, "
-                     f"bound {e.bound or 0:.6g}")
-            have.add(name)
-    for path, name, capacity in packing_sources():
-        if name in have:
-            continue
-        e = improve.add_packing(lib, path, name, name, capacity)
-        echo(f"added {e.id} ({e.split}, {e.ops} buffers): default {e.default['objective']:.0f}, "
-             f"bound {e.bound or 0:.0f}")
-        have.add(name)
+        _add_programs(lib, sources + program_sources(), echo)
+    _add_packings(lib, packing_sources(), echo)
     store.save(lib)
 
 
