@@ -90,9 +90,12 @@ def test_same_seed_same_result():
     assert a.placement.tolist() == b.placement.tolist() and a.latency == b.latency
 
 
+SLEEPER_S = 60.0  # how long the misbehaving solver ignores its limit
+
+
 def _sleeper(ctx):
     ctx.offer(ctx.instance.slowest_placement())
-    time.sleep(3.0)
+    time.sleep(SLEEPER_S)
 
 
 def _invalid(ctx):
@@ -113,7 +116,9 @@ def test_hard_time_limit_returns_the_incumbent_when_a_solver_ignores_it():
     inst = Instance.from_dict(tiny_instance_dict())
     began = time.perf_counter()
     result = solve(inst, "test-sleeper", time_limit=0.3)
-    assert time.perf_counter() - began < 1.5
+    # solve() gives up after the limit plus its grace, far sooner than the solver would
+    # end; the margin is wide so a loaded machine cannot fail it (it once took > 1.5 s)
+    assert time.perf_counter() - began < SLEEPER_S / 4
     assert result.notes.get("hard_stop") is True
     assert result.placement.tolist() == [1, 1, 1]
 
