@@ -14,8 +14,10 @@ would print with the whole usage text.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from typing import NamedTuple
+import threading
+from typing import Any, NamedTuple
 
 import click
 
@@ -118,6 +120,14 @@ class _Group(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def main(self, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+        try:
+            return super().main(args, *rest, **kwargs)
+        except SystemExit as done:
+            if args is None:  # the `memplace` process itself, not a caller such as a test
+                leave(done.code)
+            raise
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -130,6 +140,31 @@ class _Group(click.Group):
                 raise
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+
+
+LEFT_RUNNING_S = 2.0  # how long the process waits for solver threads it gave up on
+
+
+def leave(code: Any) -> None:
+    """End the process now if a solver's thread is still running (`solve()` returns the
+    incumbent when a library ignores its limit and leaves the thread behind; HiGHS, busy
+    in such a thread, aborts the interpreter's exit with "terminate called without an
+    active exception", status 134, after the command's output was complete). Waits a
+    little for such threads, then flushes what was written and exits with `code` without
+    the interpreter's shutdown; with no such thread it returns and Python exits as usual."""
+    left = [t for t in threading.enumerate() if t.name.startswith("memplace-") and t.is_alive()]
+    for thread in left:
+        thread.join(LEFT_RUNNING_S / len(left))
+    if not any(t.is_alive() for t in left):
+        return
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    import logging
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(status)
 
 
 @click.group(cls=_Group)

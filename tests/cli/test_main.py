@@ -103,3 +103,21 @@ def test_a_programming_error_is_not_swallowed_as_a_user_error(monkeypatch):
     monkeypatch.setattr(command, "callback", broken)
     result = CliRunner().invoke(main, ["solve", "x"])
     assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)
+
+
+def test_the_process_leaves_a_solver_thread_it_gave_up_on_behind_with_its_own_status():
+    # a thread solve() abandoned (a library ignoring its limit) must neither hold the
+    # process nor abort its exit: `leave` ends it with the command's status, output flushed
+    script = ("import threading, time\n"
+              "from memplace.cli.main import leave\n"
+              "threading.Thread(target=time.sleep, args=(600,), name='memplace-stuck', daemon=True).start()\n"
+              "print('the answer', end='')\n"
+              "leave(3)\n"
+              "print('not reached')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (3, "the answer")
+
+
+def test_leave_returns_when_no_solver_thread_is_left():
+    from memplace.cli.main import leave
+    leave(0)  # nothing left running: Python's own exit follows
