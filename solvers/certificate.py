@@ -324,15 +324,31 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
     if not (np.isfinite(row_bound).all() and np.isfinite(col_bound).all()):
         return -math.inf
     total = offset + float(np.dot(y, row_bound)) + float(np.dot(reduced, col_bound))
-    bound = total * to_seconds
+    return _margined(total * to_seconds)
+
+
+def _ceiling(certificate: dict[str, Any], valid_latency: float | None) -> float | None:
+    """The certificate's ceiling (the cap on its LP's latency columns) when it is usable:
+    finite and at least a valid latency, so capping cuts off no optimum; else None."""
+    ceiling = float(certificate.get("ceiling", math.nan))
+    if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
+        return None
+    return ceiling
+
+
+def _margined(bound: float) -> float:
+    """A checked bound lowered by `MARGIN` so rounding never lifts it above a true
+    latency; a bound that is not finite proves nothing."""
+    if not math.isfinite(bound):
+        return -math.inf
     return bound * (1 - MARGIN) if bound > 0 else bound
 
 
 def _check_access(instance: Instance, certificate: dict[str, Any],
                   valid_latency: float | None) -> float:
     from memplace.solvers.residency.machinery import access_bound
-    ceiling = float(certificate.get("ceiling", math.nan))
-    if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
+    ceiling = _ceiling(certificate, valid_latency)
+    if ceiling is None:
         return -math.inf
     model = access_bound.formulate(instance, ceiling)
     n_rows = len(model.rows.rlo)
@@ -340,54 +356,46 @@ def _check_access(instance: Instance, certificate: dict[str, Any],
     if y is None:
         return -math.inf
     bound = access_bound.dual_bound(model, y)
-    if not math.isfinite(bound):
-        return -math.inf
-    return bound * (1 - MARGIN) if bound > 0 else bound
+    return _margined(bound)
 
 
 def _check_capped(instance: Instance, certificate: dict[str, Any],
                   valid_latency: float | None) -> float:
-    ceiling = float(certificate.get("ceiling", math.nan))
-    if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
+    ceiling = _ceiling(certificate, valid_latency)
+    if ceiling is None:
         return -math.inf
     lp = relaxation.capped_lp(instance, ceiling)
     y = _dual_vector(certificate, lp.rlo.size)
     if y is None:
         return -math.inf
     bound = relaxation.weak_duality(lp, y)
-    if not math.isfinite(bound):
-        return -math.inf
-    return bound * (1 - MARGIN) if bound > 0 else bound
+    return _margined(bound)
 
 
 def _check_delivery(instance: Instance, certificate: dict[str, Any],
                     valid_latency: float | None) -> float:
     from memplace.solvers.residency.machinery import delivery_bound
-    ceiling = float(certificate.get("ceiling", math.nan))
-    if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
+    ceiling = _ceiling(certificate, valid_latency)
+    if ceiling is None:
         return -math.inf
     model = delivery_bound.formulate(instance, ceiling)
     y = _dual_vector(certificate, model.lp.rlo.size)
     if y is None:
         return -math.inf
     bound = delivery_bound.dual_bound(model, y)
-    if not math.isfinite(bound):
-        return -math.inf
-    return bound * (1 - MARGIN) if bound > 0 else bound
+    return _margined(bound)
 
 
 def _check_tree(instance: Instance, certificate: dict[str, Any],
                 valid_latency: float | None) -> float:
     from memplace.solvers import lp_tree
     from memplace.solvers.residency.machinery import delivery_bound
-    ceiling = float(certificate.get("ceiling", math.nan))
-    if valid_latency is None or not math.isfinite(ceiling) or not ceiling >= valid_latency:
+    ceiling = _ceiling(certificate, valid_latency)
+    if ceiling is None:
         return -math.inf
     model = delivery_bound.formulate(instance, ceiling)
     if int(certificate.get("rows", -1)) != model.lp.rlo.size or not isinstance(certificate.get("tree"), dict):
         return -math.inf
     branchable, _, _ = _home_branching(instance, model)
     bound = min(lp_tree.check_tree(model.lp, certificate["tree"], branchable) * model.scale, ceiling)
-    if not math.isfinite(bound):
-        return -math.inf
-    return bound * (1 - MARGIN) if bound > 0 else bound
+    return _margined(bound)
