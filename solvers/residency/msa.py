@@ -73,6 +73,7 @@ PARAMS = {
 def solve_msa(ctx: SearchContext, min_overlap: float, preferred_overlap: float,
               max_overlap: float, max_repacks: int, homes: str) -> None:
     inst = ctx.instance
+    ctx.lower_bound = lower_bound(inst)  # before the allocation, which takes the time left
     place, offsets = static_homes(inst, "compiler")  # an incumbent before the allocation
     static = ResidencySolution(inst.name, place, offsets)
     static.latency = simulate(inst, static)  # the claim a validator checks, if it stays best
@@ -81,5 +82,4 @@ def solve_msa(ctx: SearchContext, min_overlap: float, preferred_overlap: float,
                               max_repacks, homes, deadline=ctx.deadline - finish_seconds(ctx.instance))
     ctx.count(1)
     ctx.notes.update(stats.as_notes())
-    ctx.lower_bound = lower_bound(ctx.instance)
     ctx.offer(sol, sol.latency)

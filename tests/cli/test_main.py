@@ -118,6 +118,21 @@ def test_the_process_leaves_a_solver_thread_it_gave_up_on_behind_with_its_own_st
     assert (done.returncode, done.stdout) == (3, "the answer")
 
 
-def test_leave_returns_when_no_solver_thread_is_left():
-    from memplace.cli.main import leave
-    leave(0)  # nothing left running: Python's own exit follows
+def test_leave_ends_a_process_that_loaded_numba_after_its_exit_handlers_with_its_status():
+    # the kernels' teardown is skipped, not the handlers registered with atexit
+    script = ("import atexit, numba\n"
+              "from memplace.cli.main import leave\n"
+              "atexit.register(lambda: print('handler ran', end=''))\n"
+              "print('the answer ', end='')\n"
+              "leave(None)\n"
+              "print('not reached')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "the answer handler ran")
+
+
+def test_leave_returns_when_the_command_loaded_no_numba_and_left_no_thread():
+    script = ("from memplace.cli.main import leave\n"
+              "leave(0)\n"
+              "print('Python exits as usual', end='')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "Python exits as usual")

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from memplace.model import Instance, rectify
 from memplace.model.residency import (ResidencySolution, channel_bound, fastest_bound, lower_bound,
                                       op_capacity_bound, simulate, violations)
+from memplace.model.residency.bounds import SAFETY, op_memory_bound
 from randominst import random_instance_dict
 from residency_cases import DRAM, LLC, SRAM, small
 from residency_windows import random_windows
@@ -35,6 +36,16 @@ def test_lower_bound_never_exceeds_a_valid_solution(seed):
     inst = Instance.from_dict(data)
     sol = _valid_solution(inst, rng)
     assert lower_bound(inst) <= simulate(inst, sol)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from([0.2, 0.5, 1.0]))
+def test_op_capacity_bound_is_the_sum_of_op_memory_bounds_to_the_last_bit(seed, tight):
+    inst = Instance.from_dict(random_instance_dict(seed, n_ops=12, n_tensors=16, tight=tight))
+    by_op = 0.0
+    for k in range(inst.n_ops):
+        by_op += max(float(inst.compute[k]), op_memory_bound(inst, k))
+    assert op_capacity_bound(inst) == by_op * SAFETY
 
 
 def test_committed_instances_bounds_are_below_valid_solutions():
