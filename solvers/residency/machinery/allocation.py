@@ -28,6 +28,7 @@ from memplace.model.residency import ResidencySolution, Window
 from memplace.model.residency import kernels
 from memplace.model.residency.encoding import Checkpoints, empty_checkpoints, encode, initial_state, sim_of
 from memplace.solvers.residency.machinery import allocation_kernel as ak
+from memplace.solvers.residency.machinery import occupancy as oc
 from memplace.solvers.residency.machinery.cost_analysis import CostAnalysis, buffer_order
 
 _EMPTY = np.zeros(0)
@@ -105,30 +106,11 @@ class Allocator:
         if windows <= self._room:
             return
         i, T = self.instance, self.instance.n_tensors
-        L, n = i.n_levels, i.n_ops
-        M = T + windows
-        level = np.full(M, -1, np.int64)
-        lo, hi, size, offset = (np.zeros(M, np.int64) for _ in range(4))
-        nxt, prv = np.full(M, -1, np.int64), np.full(M, -1, np.int64)
-        head, tail = np.full(L, -1, np.int64), np.full(L, -1, np.int64)
-        booked = np.flatnonzero(self.homes < L - 1)  # homes in fast levels take their space first
-        level[booked], lo[booked], hi[booked] = self.homes[booked], i.start[booked], i.end[booked]
-        size[booked] = i.size[booked]
-        offset[:T] = -1 if self.home_offsets is None else self.home_offsets
-        diff = np.zeros((L, n + 1), np.int64)
-        np.add.at(diff, (level[booked], lo[booked]), size[booked])
-        np.add.at(diff, (level[booked], hi[booked] + 1), -size[booked])
-        load = np.ascontiguousarray(np.cumsum(diff, axis=1)[:, :n])
-        for l in np.flatnonzero(i.addressed):  # each level's bookings in tensor order
-            ids = booked[self.homes[booked] == l]
-            if ids.size:
-                nxt[ids[:-1]], prv[ids[1:]] = ids[1:], ids[:-1]
-                head[l], tail[l] = ids[0], ids[-1]
-        self.occupancy = ak.Occupancy(load, np.asarray(i.capacity, np.int64),
-                                      np.asarray(i.alignment, np.int64),
-                                      np.asarray(i.addressed, np.int64), level, lo, hi, size, offset,
-                                      nxt, prv, head, tail, np.array([T, 0, 0], np.int64),
-                                      np.zeros((M, 2), np.int64), np.zeros(n, np.int64))
+        L = i.n_levels
+        # homes in fast levels take their space first
+        self.occupancy = oc.with_homes(i, self.homes, self.home_offsets, T + windows,
+                                       slowest_too=False)
+        self.occupancy.meta[0] = T
         self.enc = encode(i, self.homes, [], slots=windows)
         self.ck = empty_checkpoints(i, self.K)
         state = initial_state(i)
@@ -178,7 +160,7 @@ class Allocator:
             raise AssertionError("replaying a kept window gave another latency than its try")
         return self._solution(occ, pro, stats), stats
 
-    def _solution(self, occ: ak.Occupancy, pro: ak.Progress, stats: MsaStats) -> ResidencySolution:
+    def _solution(self, occ: oc.Occupancy, pro: ak.Progress, stats: MsaStats) -> ResidencySolution:
         """Homes (whole-life defining windows become fast homes) and windows with the
         offsets their bookings ended at."""
         i = self.instance

@@ -10,11 +10,10 @@ own preferred overlap, over three records of arrays:
   producers, homes, the access index, the copy bandwidths, what each access saves served
   by each faster level (`CostAnalysis.access_savings`), and the picker's prefix sums of
   the op times with the homes (`IntervalPicker.cum`) and its `min`/`max` ratios;
-- `Occupancy` (`FastMemory` as arrays): the load of every level per op and one booking
-  per id (the home of tensor t is id t, windows take ids T, T+1, ... as they are
-  allocated), the bookings of each addressed level in booking order as a linked list (a
-  repack hands them to the packing library's best fit in that order, as `FastMemory`
-  hands its dict);
+- `occupancy.Occupancy` (the family's one occupancy record, which `FastMemory` keys for
+  the reference): the load of every level per op and one booking per id (the home of
+  tensor t is id t, windows take ids T, T+1, ... as they are allocated, `meta[0]` the
+  next), placed by `occupancy.py`'s kernels;
 - `Progress`: the windows kept so far (rows `tensor, level, start, first, last, evict
   issue, evict due, booking id, defining`), counters, and the incremental simulator's
   records (`Sim`, `Enc`, `State`, `Checkpoints`, `memplace.model.residency.kernels`):
@@ -33,11 +32,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from memplace.model.packing.heuristics import heuristic_offsets
-from memplace.model.packing.rules import HEURISTICS
 from memplace.model.residency import kernels
+from memplace.solvers.residency.machinery import occupancy as oc
 
-BEST_FIT_BY_SIZE = HEURISTICS["best-fit-size"]
 EXPLORED_EARLIER = 3  # XLA's kNumExploredDecreasingIntervals (interval_picker.py)
 KEPT = 9  # a kept row: tensor, level, start, first, last, issue, due, booking id, defining
 OK, REPLAY_DIFFERS = 0, 1  # assign_kernel's status
@@ -58,25 +55,6 @@ class Rules(NamedTuple):
     ratios: np.ndarray  # float64[2]: the picker's min and max overlap ratios
 
 
-class Occupancy(NamedTuple):
-    load: np.ndarray  # int64[L, n]
-    capacity: np.ndarray  # int64[L]
-    alignment: np.ndarray
-    addressed: np.ndarray  # int64[L], 1 where offsets are kept
-    level: np.ndarray  # int64[M] per booking id: level, first and last op, size, offset (-1)
-    lo: np.ndarray
-    hi: np.ndarray
-    size: np.ndarray
-    offset: np.ndarray
-    nxt: np.ndarray  # int64[M]: the next / previous booking of the same addressed level
-    prv: np.ndarray
-    head: np.ndarray  # int64[L]: first and last booking of each addressed level, -1
-    tail: np.ndarray
-    meta: np.ndarray  # int64[3]: next free id, repacks left, repacks done
-    busy: np.ndarray  # int64[M, 2] scratch: address ranges for a best fit
-    top: np.ndarray  # int64[n] scratch: one level's most bytes in use over ops x .. k
-
-
 class Progress(NamedTuple):
     kept: np.ndarray  # int64[W, KEPT]
     meta: np.ndarray  # int64[4]: kept, windows tried (slots used), rejected, status
@@ -86,185 +64,24 @@ class Progress(NamedTuple):
     max_el: np.ndarray  # float64[L] scratch: the picker's max overlap per faster level
 
 
-# ---------------------------------------------------------------------- occupancy
-@njit(cache=True, nogil=True)
-def _fits(occ, level, lo, hi, size):
-    """`FastMemory.fits`: the load of `level` leaves `size` bytes over ops lo .. hi."""
-    top = occ.load[level, lo]
-    for k in range(lo + 1, hi + 1):
-        if occ.load[level, k] > top:
-            top = occ.load[level, k]
-    return top + size <= occ.capacity[level]
-
-
-@njit(cache=True, nogil=True)
-def _add_load(occ, level, lo, hi, size):
-    for k in range(lo, hi + 1):
-        occ.load[level, k] += size
-
-
-@njit(cache=True, nogil=True)
-def _link(occ, b, level):
-    occ.prv[b] = occ.tail[level]
-    occ.nxt[b] = -1
-    if occ.tail[level] >= 0:
-        occ.nxt[occ.tail[level]] = b
-    else:
-        occ.head[level] = b
-    occ.tail[level] = b
-
-
-@njit(cache=True, nogil=True)
-def _unlink(occ, b, level):
-    if occ.prv[b] >= 0:
-        occ.nxt[occ.prv[b]] = occ.nxt[b]
-    else:
-        occ.head[level] = occ.nxt[b]
-    if occ.nxt[b] >= 0:
-        occ.prv[occ.nxt[b]] = occ.prv[b]
-    else:
-        occ.tail[level] = occ.prv[b]
-
-
-@njit(cache=True, nogil=True)
-def book(occ, b, level, lo, hi, size, offset):
-    """`FastMemory.book`: booking b of `size` bytes of `level` over ops lo .. hi (no check)."""
-    occ.level[b], occ.lo[b], occ.hi[b], occ.size[b], occ.offset[b] = level, lo, hi, size, offset
-    if occ.addressed[level]:
-        _link(occ, b, level)
-    _add_load(occ, level, lo, hi, size)
-
-
-@njit(cache=True, nogil=True)
-def _release(occ, b):
-    level = occ.level[b]
-    _add_load(occ, level, occ.lo[b], occ.hi[b], -occ.size[b])
-    if occ.addressed[level]:
-        _unlink(occ, b, level)
-
-
-@njit(cache=True, nogil=True)
-def _best_fit(occ, level, lo, hi, size, skip):
-    """`FastMemory.best_fit`: `fast_memory.best_fit_gap` over the bookings of `level` live
-    over lo .. hi but `skip`; -1 if no gap holds `size` bytes."""
-    busy = occ.busy
-    m = 0
-    b = occ.head[level]
-    while b >= 0:
-        if b != skip and occ.lo[b] <= hi and lo <= occ.hi[b]:
-            x, y = occ.offset[b], occ.offset[b] + occ.size[b]
-            j = m  # insertion sort by (offset, end): `sorted(busy)`
-            while j > 0 and (busy[j - 1, 0] > x or (busy[j - 1, 0] == x and busy[j - 1, 1] > y)):
-                busy[j, 0], busy[j, 1] = busy[j - 1, 0], busy[j - 1, 1]
-                j -= 1
-            busy[j, 0], busy[j, 1] = x, y
-            m += 1
-        b = occ.nxt[b]
-    align, cap = occ.alignment[level], occ.capacity[level]
-    best, best_gap, cursor = -1, -1, 0
-    for j in range(m + 1):
-        lo_j, hi_j = (busy[j, 0], busy[j, 1]) if j < m else (cap, cap)
-        start = -(-cursor // align) * align
-        if start + size <= lo_j:
-            gap = lo_j - cursor
-            if best < 0 or gap < best_gap:
-                best, best_gap = start, gap
-        cursor = max(cursor, hi_j)
-    return best
-
-
-@njit(cache=True, nogil=True)
-def _repack(occ, level):
-    """`FastMemory._repack`: best fit by decreasing size of every booking of `level`, in
-    booking order; True and the new offsets kept when everything fits."""
-    if occ.meta[1] <= 0:
-        return False
-    occ.meta[1] -= 1
-    occ.meta[2] += 1
-    m = 0
-    b = occ.head[level]
-    while b >= 0:
-        m += 1
-        b = occ.nxt[b]
-    ids = np.empty(m, np.int64)
-    sizes, lowers, uppers = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
-    b, j = occ.head[level], 0
-    while b >= 0:
-        ids[j], sizes[j], lowers[j], uppers[j] = b, occ.size[b], occ.lo[b], occ.hi[b] + 1
-        j += 1
-        b = occ.nxt[b]
-    aligns = np.full(m, occ.alignment[level], np.int64)
-    offsets = heuristic_offsets(sizes, lowers, uppers, aligns, occ.capacity[level],
-                                BEST_FIT_BY_SIZE)
-    for j in range(m):
-        if offsets[j] < 0:
-            return False
-    for j in range(m):
-        occ.offset[ids[j]] = offsets[j]
-    return True
-
-
-@njit(cache=True, nogil=True)
-def _allocate(occ, level, lo, hi, size):
-    """`FastMemory.allocate` under the next free id: that id, or -1 (nothing booked)."""
-    if not _fits(occ, level, lo, hi, size):
-        return -1
-    return _place(occ, level, lo, hi, size)
-
-
+# ---------------------------------------------------------------------- bookings under the next id
 @njit(cache=True, nogil=True)
 def _place(occ, level, lo, hi, size):
-    """`_allocate` once the load is known to leave room: a best-fit offset (or a repack)
-    on an addressed level."""
+    """`occupancy.place` under the next free id once the load is known to leave room:
+    that id, or -1 (nothing booked)."""
     b = occ.meta[0]
-    offset = -1
-    if occ.addressed[level]:
-        offset = _best_fit(occ, level, lo, hi, size, -1)
-        if offset < 0:
-            occ.level[b], occ.lo[b], occ.hi[b], occ.size[b], occ.offset[b] = level, lo, hi, size, -1
-            _link(occ, b, level)
-            ok = _repack(occ, level)
-            _unlink(occ, b, level)
-            if not ok:
-                return -1
-            offset = occ.offset[b]
-    book(occ, b, level, lo, hi, size, offset)
+    if not oc.place(occ, b, level, lo, hi, size):
+        return -1
     occ.meta[0] = b + 1
     return b
 
 
 @njit(cache=True, nogil=True)
-def _extend(occ, b, lo, hi):
-    """`FastMemory.extend`: booking b grown to ops lo .. hi (a superset); False (unchanged)
-    if there is no room."""
-    level, old_lo, old_hi, size = occ.level[b], occ.lo[b], occ.hi[b], occ.size[b]
-    a1, b1 = lo, min(hi, old_lo - 1)
-    a2, b2 = max(lo, old_hi + 1), hi
-    if a1 <= b1 and not _fits(occ, level, a1, b1, size):
-        return False
-    if a2 <= b2 and not _fits(occ, level, a2, b2, size):
-        return False
-    if occ.addressed[level]:
-        occ.lo[b], occ.hi[b] = lo, hi
-        x = occ.offset[b]
-        end = x + size
-        clash = False
-        c = occ.head[level]
-        while c >= 0:
-            if c != b and occ.lo[c] <= hi and lo <= occ.hi[c] and occ.offset[c] < end \
-                    and x < occ.offset[c] + occ.size[c]:
-                clash = True
-                break
-            c = occ.nxt[c]
-        if clash and not _repack(occ, level):
-            occ.lo[b], occ.hi[b], occ.offset[b] = old_lo, old_hi, x
-            return False
-    if a1 <= b1:
-        _add_load(occ, level, a1, b1, size)
-    if a2 <= b2:
-        _add_load(occ, level, a2, b2, size)
-    occ.lo[b], occ.hi[b] = lo, hi
-    return True
+def _allocate(occ, level, lo, hi, size):
+    """`occupancy.allocate` under the next free id: that id, or -1 (nothing booked)."""
+    if not oc.fits(occ, level, lo, hi, size):
+        return -1
+    return _place(occ, level, lo, hi, size)
 
 
 # ---------------------------------------------------------------------- the interval picker
@@ -323,7 +140,7 @@ def _reach(occ, level, k, low, s):
     """Extend `occ.top[x]` = the most bytes of `level` in use over ops x .. k, known for
     x >= low, down to x = s; returns the new low. The starts tried for one use all end at
     k and nothing is booked between the tries, so each op's load is read once per use,
-    where `_fits` read it once per start."""
+    where `occupancy.fits` would read it once per start."""
     while low > s:
         low -= 1
         v = occ.load[level, low]
@@ -400,8 +217,8 @@ def _close(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, b, level,
     if defining and next_use >= 0:
         issue = start + 1  # XLA starts an eviction as soon as the value is defined
         due = max(_eviction_due(rules.cum, preferred, copy_s, issue, next_use), last + 1, issue + 1)
-        if due > next_use or not _extend(occ, b, start, max(last, due - 1)):
-            _release(occ, b)
+        if due > next_use or not oc.extend(occ, b, start, max(last, due - 1)):
+            oc.release(occ, b)
             return -1, -1
     new = pro.row_new
     new[0], new[1], new[2], new[3], new[4], new[5], new[6] = t, level, start, first, last, issue, due
@@ -414,7 +231,7 @@ def _close(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, b, level,
     if not lat < cur:
         kernels.change_kernel(enc, rules.homes, rules.tensor_ptr, rules.tensor_access,
                               rules.access_op, rules.size, slot, new, pro.row_old)
-        _release(occ, b)
+        oc.release(occ, b)
         pro.meta[2] += 1
         return -1, -1
     stop = state.stop[0]
@@ -457,7 +274,7 @@ def _assign(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, preferre
         if k == p:
             continue
         if cb >= 0:
-            if (cum[k] - cum[cs]) < max_el[cl] and _extend(occ, cb, cs, k):
+            if (cum[k] - cum[cs]) < max_el[cl] and oc.extend(occ, cb, cs, k):
                 cz = k
                 continue
             hold, due = _close(rules, occ, pro, sim, enc, state, ck, scratch, K, shift, t, cb, cl,

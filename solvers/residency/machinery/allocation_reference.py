@@ -51,14 +51,8 @@ class _Assignment:
         self.picker = IntervalPicker(self.costs.elapsed, *picker_ratios)
         # what each access saves served by each faster level (rows: levels)
         self.savings = np.array([self.costs.access_savings(l) for l in range(i.n_levels - 1)])
-        self.fast = FastMemory(i, max_repacks)
-        slowest = i.n_levels - 1
-        for t in range(i.n_tensors):  # homes in fast levels take their space first
-            h = int(self.homes[t])
-            if h < slowest:
-                offset = None if self.home_offsets is None else int(self.home_offsets[t])
-                self.fast.book(("home", t), h, int(i.start[t]), int(i.end[t]), int(i.size[t]),
-                               offset)
+        # homes in fast levels take their space first
+        self.fast = FastMemory(i, max_repacks, self.homes, self.home_offsets, slowest_too=False)
         self.sim = Simulation(i, self.homes, [], K=checkpoint_interval(i))
         self.kept: list[_Open] = []
         self.stats = MsaStats()
@@ -154,8 +148,8 @@ class _Assignment:
             offsets = (self.home_offsets.copy() if self.home_offsets is not None
                        else np.full(i.n_tensors, -1, np.int64))
             for t in range(i.n_tensors):
-                key = ("home", t)
-                if key in fast.booked and fast.offset(key) is not None:
+                key = ("h", t)
+                if key in fast and fast.offset(key) is not None:
                     offsets[t] = fast.offset(key)
         windows = []
         for win in self.kept:

@@ -107,11 +107,8 @@ class ResidencyGame:
         costs = CostAnalysis(instance, self.homes)  # seconds per op, homes alone
         self.elapsed, self.memory = costs.elapsed, costs.memory
         self.picker = IntervalPicker(self.elapsed)
-        self._homes_booked = FastMemory(instance)  # the homes alone: where every game starts
-        for t in range(instance.n_tensors):
-            offset = None if self.home_offsets is None else int(self.home_offsets[t])
-            self._homes_booked.book(("h", t), int(self.homes[t]), int(instance.start[t]),
-                                    int(instance.end[t]), int(instance.size[t]), offset)
+        # the homes alone: where every game starts
+        self._homes_booked = FastMemory(instance, homes=self.homes, offsets=self.home_offsets)
         self._candidates: dict[int, dict[int, Window]] = {}  # per tensor; shared by copies
         self.reset()
 

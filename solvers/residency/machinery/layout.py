@@ -40,13 +40,11 @@ class Layout:
                         else np.array(offsets, np.int64))
         self.windows: list[Window | None] = list(windows)
         self.by_tensor: dict[int, list[int]] = {}
-        self.fast = FastMemory(i)
+        self.fast = FastMemory(i, homes=self.homes, offsets=self.offsets)
         self.producer = np.array([producer_of(i, t) for t in range(i.n_tensors)], np.int64)
         self.access_ops = [sorted({int(i.access_op[i.tensor_access[a]])
                                    for a in range(i.tensor_ptr[t], i.tensor_ptr[t + 1])})
                            for t in range(i.n_tensors)]
-        for t in range(i.n_tensors):
-            self._book_home(t, int(self.homes[t]), int(self.offsets[t]), +1)
         for s, w in enumerate(self.windows):
             if w is not None:
                 self.by_tensor.setdefault(w.tensor, []).append(s)
@@ -77,7 +75,7 @@ class Layout:
         addressed level, None on another, False when they do not fit."""
         if not self.fast.fits(level, lo, hi, size):
             return False
-        if level not in self.fast.chunks:
+        if not self.instance.addressed[level]:
             return None
         off = self.fast.best_fit(level, lo, hi, size)
         return False if off < 0 else off

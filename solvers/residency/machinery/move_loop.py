@@ -9,8 +9,9 @@ bert-base@nnpi). Here the whole loop is Numba, over three records of arrays:
   tensors a move may pick and their cumulative traffic;
 - `Board` (the solution, as `Layout` keeps it): homes and home offsets, windows in
   numbered slots (a row `tensor, level, start, first, last, evict issue, evict due,
-  offset`, tensor -1 for an empty slot), each tensor's slots as a linked list, the load
-  of every level at every op; plus the undo log of a home move and the best solution
+  offset`, tensor -1 for an empty slot), each tensor's slots as a linked list, and what
+  is in use (`occupancy.Occupancy`, the family's one occupancy record: home of t booked
+  as id t, slot s's window as id T + s); plus the undo log of a home move and the best solution
   seen with a journal of the slots and tensors changed since it was copied;
 - the simulator's own records (`Sim`, `Enc`, `State`, `Checkpoints`, see
   `memplace.model.residency.kernels`).
@@ -22,7 +23,8 @@ its tensor: the encoding is edited copy by copy and re-simulated from the checkp
 the tensor's first op, which both runs share (its copies are issued no earlier, so they
 sort after every copy joined before it). Validity is the reference's: every change is
 checked by the rules of one tensor (`_tensor_ok`, `Layout.tensor_ok`), the capacity over
-its ops and, on addressed levels, a best-fit offset; a refused change is not made.
+its ops and, on addressed levels, a best-fit offset (`occupancy.fits`, `occupancy.best_fit`,
+the kernels every residency solver asks); a refused change is not made.
 
 `run_moves` tries a number of moves at one temperature and returns; the caller (sa.py)
 keeps the clock, the cooling and the offers between calls. Its random numbers come from
@@ -40,6 +42,7 @@ from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, producer_of
 from memplace.model.residency import kernels
 from memplace.model.residency.encoding import empty_checkpoints, encode, initial_state, sim_of
+from memplace.solvers.residency.machinery import occupancy as oc
 
 NEVER = np.iinfo(np.int64).max
 ROW = 8  # tensor, level, start, first, last, issue, due, offset
@@ -71,12 +74,11 @@ class Board(NamedTuple):
     head: np.ndarray  # int64[T]: tensor t's first slot, -1
     nxt: np.ndarray  # int64[S]
     prv: np.ndarray
-    load: np.ndarray  # int64[L, n]
+    occ: oc.Occupancy  # what is in use: home of t booked as id t, slot s's window as T + s
     meta: np.ndarray  # int64[4]: lowest slot that may be free, slots used (top), best top, journal overflow
     cand: np.ndarray  # int64[W, ROW] scratch: one tensor's windows under a change
     served: np.ndarray  # int64[W] scratch
     undo: np.ndarray  # int64[W, ROW + 1]: a home move's old windows (slot, row)
-    busy: np.ndarray  # int64[T + S, 2] scratch: address ranges for a best fit
     row_old: np.ndarray  # int64[7] rows as the simulator reads them
     row_new: np.ndarray
     rows: np.ndarray  # int64[3, ROW] scratch: a proposed window, the one it replaces, a home move's
@@ -86,6 +88,11 @@ class Board(NamedTuple):
     best_win: np.ndarray  # int64[S, ROW]
     journal: np.ndarray  # int64[2, JOURNAL + 1]: slots, tensors changed since the best copy (count last)
     stats: np.ndarray  # float64[4]: latency, best latency, moves tried, moves kept
+
+    @property
+    def load(self) -> np.ndarray:
+        """Bytes in use per level and op."""
+        return self.occ.load
 
 
 # ---------------------------------------------------------------------- the board, built in Python
@@ -133,14 +140,16 @@ def new_board(instance: Instance, rules: Rules, solution: ResidencySolution, slo
                else np.array(solution.offsets, np.int64))
     win = window_rows(solution.windows, slots)
     widest = int(np.diff(rules.acc_ptr).max(initial=0)) + 2
-    board = Board(homes, offsets, win, np.full(T, -1, np.int64), np.full(slots, -1, np.int64),
-                  np.full(slots, -1, np.int64), np.zeros((L, i.n_ops), np.int64),
-                  np.array([W, W, W, 0], np.int64), np.zeros((widest, ROW), np.int64),
-                  np.zeros(widest, np.int64), np.zeros((widest, ROW + 1), np.int64),
-                  np.zeros((T + slots, 2), np.int64), np.zeros(7, np.int64), np.zeros(7, np.int64),
-                  np.zeros((3, ROW), np.int64), np.zeros(2 * L, np.int64), homes.copy(), offsets.copy(), win.copy(), np.zeros((2, JOURNAL + 1), np.int64),
-                  np.zeros(4))
-    _book_all(rules, board)
+    board = Board(homes=homes, offsets=offsets, win=win, head=np.full(T, -1, np.int64),
+                  nxt=np.full(slots, -1, np.int64), prv=np.full(slots, -1, np.int64),
+                  occ=oc.with_homes(i, homes, offsets, T + slots),
+                  meta=np.array([W, W, W, 0], np.int64), cand=np.zeros((widest, ROW), np.int64),
+                  served=np.zeros(widest, np.int64), undo=np.zeros((widest, ROW + 1), np.int64),
+                  row_old=np.zeros(7, np.int64), row_new=np.zeros(7, np.int64),
+                  rows=np.zeros((3, ROW), np.int64), shift=np.zeros(2 * L, np.int64),
+                  best_homes=homes.copy(), best_offsets=offsets.copy(), best_win=win.copy(),
+                  journal=np.zeros((2, JOURNAL + 1), np.int64), stats=np.zeros(4))
+    _book_windows(rules, board)
     return board
 
 
@@ -155,7 +164,7 @@ def grown(board: Board, slots: int) -> Board:
     nxt[:S], prv[:S] = board.nxt, board.prv
     T = board.homes.shape[0]
     return board._replace(win=win, best_win=best, nxt=nxt, prv=prv,
-                          busy=np.zeros((T + slots, 2), np.int64))
+                          occ=oc.with_room(board.occ, T + slots))
 
 
 def windows_of(win: np.ndarray, top: int) -> list[Window | None]:
@@ -251,39 +260,32 @@ def _hold(r):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _book_home(rules, b, t, level, sign):
-    x = sign * rules.size[t]
-    for k in range(rules.start[t], rules.end[t] + 1):
-        b.load[level, k] += x
+    """Tensor t's home in `level` at b.offsets[t] booked (sign 1) or freed (-1)."""
+    if sign > 0:
+        oc.book(b.occ, t, level, rules.start[t], rules.end[t], rules.size[t], b.offsets[t])
+    else:
+        oc.release(b.occ, t)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _book_window(rules, b, r, sign):
-    x = sign * rules.size[r[0]]
-    for k in range(r[2], _hold(r) + 1):
-        b.load[r[1], k] += x
+def _book_window(rules, b, s, r, sign):
+    """Slot s's window, row r, booked (sign 1) or freed (-1)."""
+    if sign > 0:
+        oc.book(b.occ, b.homes.shape[0] + s, r[1], r[2], _hold(r), rules.size[r[0]], r[7])
+    else:
+        oc.release(b.occ, b.homes.shape[0] + s)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _book_all(rules, b):
-    """Every home and window booked (as differences at their first and past their last op,
-    summed once: a weight lives over the whole program) and linked."""
-    load = b.load
-    load[:, :] = 0
-    n = load.shape[1]
-    for t in range(b.homes.shape[0]):
-        load[b.homes[t], rules.start[t]] += rules.size[t]
-        if rules.end[t] + 1 < n:
-            load[b.homes[t], rules.end[t] + 1] -= rules.size[t]
+def _book_windows(rules, b):
+    """Every window of the board booked (its homes are) and linked; the load summed once."""
+    T = b.homes.shape[0]
     for s in range(b.meta[1]):
         r = b.win[s]
         if r[0] >= 0:
             _link(b, s, r[0])
-            load[r[1], r[2]] += rules.size[r[0]]
-            if _hold(r) + 1 < n:
-                load[r[1], _hold(r) + 1] -= rules.size[r[0]]
-    for level in range(load.shape[0]):
-        for k in range(1, n):
-            load[level, k] += load[level, k - 1]
+            oc.record(b.occ, T + s, r[1], r[2], _hold(r), rules.size[r[0]], r[7])
+    oc.sum_load(b.occ)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -304,71 +306,6 @@ def _unlink(b, s, t):
     if b.nxt[s] >= 0:
         b.prv[b.nxt[s]] = b.prv[s]
     b.nxt[s] = b.prv[s] = -1
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _fits(rules, b, level, lo, hi, size):
-    top = 0
-    for k in range(lo, hi + 1):
-        if b.load[level, k] > top:
-            top = b.load[level, k]
-    return top + size <= rules.capacity[level]
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _sift(a, lo, m):
-    """Heap sort's sift-down of row lo among rows 0 .. m-1 of a (by column 0)."""
-    while True:
-        c = 2 * lo + 1
-        if c >= m:
-            return
-        if c + 1 < m and a[c + 1, 0] > a[c, 0]:
-            c += 1
-        if a[lo, 0] >= a[c, 0]:
-            return
-        for x in range(a.shape[1]):
-            a[lo, x], a[c, x] = a[c, x], a[lo, x]
-        lo = c
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _sort_rows(a, m):
-    """Rows 0 .. m-1 of a sorted by column 0, in place, allocating nothing (heap sort)."""
-    for lo in range(m // 2 - 1, -1, -1):
-        _sift(a, lo, m)
-    for end in range(m - 1, 0, -1):
-        for x in range(a.shape[1]):
-            a[0, x], a[end, x] = a[end, x], a[0, x]
-        _sift(a, 0, end)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _offset_for(rules, b, level, lo, hi, size, skip_tensor, skip_slot):
-    """Best-fit offset of `level` over ops lo .. hi (`fast_memory.best_fit_gap` over the homes
-    and windows booked there, the tensor's home / the slot being changed left out); -1 if none."""
-    m = 0
-    busy = b.busy
-    for t in range(b.homes.shape[0]):
-        if t != skip_tensor and b.homes[t] == level and rules.start[t] <= hi and lo <= rules.end[t]:
-            busy[m, 0], busy[m, 1] = b.offsets[t], b.offsets[t] + rules.size[t]
-            m += 1
-    for s in range(b.meta[1]):
-        r = b.win[s]
-        if s != skip_slot and r[0] >= 0 and r[1] == level and r[2] <= hi and lo <= _hold(r):
-            busy[m, 0], busy[m, 1] = r[7], r[7] + rules.size[r[0]]
-            m += 1
-    _sort_rows(busy, m)
-    align, cap = rules.alignment[level], rules.capacity[level]
-    best, best_gap, cursor = -1, -1, 0
-    for j in range(m + 1):
-        lo_j, hi_j = (busy[j, 0], busy[j, 1]) if j < m else (cap, cap)
-        start = -(-cursor // align) * align
-        if start + size <= lo_j:
-            gap = lo_j - cursor
-            if best < 0 or gap < best_gap:
-                best, best_gap = start, gap
-        cursor = max(cursor, hi_j)
-    return best
 
 
 # ---------------------------------------------------------------------- the rules of one tensor
@@ -467,21 +404,21 @@ def _set_window(rules, b, s, t, new, has_new):
     if not _tensor_ok(rules, b, t, b.homes[t], m):
         return False
     if has_old:
-        _book_window(rules, b, b.win[s], -1)
+        _book_window(rules, b, s, b.win[s], -1)
     if has_new:
         size = rules.size[t]
         hold = _hold(new)
-        ok = _fits(rules, b, new[1], new[2], hold, size)
+        ok = oc.fits(b.occ, new[1], new[2], hold, size)
         off = -1
         if ok and rules.addressed[new[1]]:
-            off = _offset_for(rules, b, new[1], new[2], hold, size, -1, s)
+            off = oc.best_fit(b.occ, new[1], new[2], hold, size, -1)
             ok = off >= 0
         if not ok:
             if has_old:
-                _book_window(rules, b, b.win[s], 1)
+                _book_window(rules, b, s, b.win[s], 1)
             return False
         new[7] = off
-        _book_window(rules, b, new, 1)
+        _book_window(rules, b, s, new, 1)
     if has_old:
         _clear(b, s)
     if has_new:
@@ -498,10 +435,10 @@ def _set_home(rules, b, t, level):
     old = b.homes[t]
     _book_home(rules, b, t, old, -1)
     lo, hi, size = rules.start[t], rules.end[t], rules.size[t]
-    ok = _fits(rules, b, level, lo, hi, size)
+    ok = oc.fits(b.occ, level, lo, hi, size)
     off = -1
     if ok and rules.addressed[level]:
-        off = _offset_for(rules, b, level, lo, hi, size, t, -1)
+        off = oc.best_fit(b.occ, level, lo, hi, size, -1)
         ok = off >= 0
     if not ok:
         _book_home(rules, b, t, old, 1)
@@ -748,10 +685,10 @@ def _window_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temp
                           rules.size, slot, b.row_new, b.row_old)
     # undo on the board: exactly the old row (its offset included)
     if has_new:
-        _book_window(rules, b, b.win[slot], -1)
+        _book_window(rules, b, slot, b.win[slot], -1)
         _clear(b, slot)
     if old[0] >= 0:
-        _book_window(rules, b, old, 1)
+        _book_window(rules, b, slot, old, 1)
         _put(b, slot, old, t)
     return 0
 
@@ -943,14 +880,14 @@ def _home_step(rules, b, sim, enc, hstate, ck, scratch, K, shift, t, lead, tempe
     s = b.head[t]
     while s >= 0:
         nxt = b.nxt[s]
-        _book_window(rules, b, b.win[s], -1)
+        _book_window(rules, b, s, b.win[s], -1)
         _clear(b, s)
         s = nxt
     _book_home(rules, b, t, b.homes[t], -1)
     b.homes[t], b.offsets[t] = old_home, old_off
     _book_home(rules, b, t, old_home, 1)
     for j in range(m):
-        _book_window(rules, b, b.undo[j, 1:], 1)
+        _book_window(rules, b, b.undo[j, 0], b.undo[j, 1:], 1)
         _put(b, b.undo[j, 0], b.undo[j, 1:], t)
     return 0
 
