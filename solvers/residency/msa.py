@@ -15,7 +15,7 @@ fast, divided by the square root of its size. For each use of a buffer, in time 
    picker proposes (`interval_picker.py`) until one has free space.
 
 Chunks are placed best-fit, with a best-fit repack of the level when a chunk does not
-fit although the load leaves room (`fast_memory.py`).
+fit although the load leaves room (`occupancy.py`).
 
 In the residency problem's terms: the default memory is the slowest level (every home),
 an allocation in fast memory is a `Window` (defining = written by the producer into

@@ -1,13 +1,15 @@
 """What the residency solvers are built on; no module here registers a solver.
 
-- `fast_memory.py`: which bytes of each level are in use (msa's allocator, `layout.py`
-  and the game book into it);
+- `occupancy.py`: which bytes of each level are in use, the family's one occupancy
+  structure (msa's compiled allocator and `sa`'s compiled move loop book into it from
+  Numba); `fast_memory.py` is the same behind keys for Python callers (`layout.py`, the
+  game, the allocator's reference);
 - `layout.py`: `sa`'s solution kept valid under local changes;
 - `cost_analysis.py`: XLA's cost analysis over fixed homes and msa's buffer order;
 - `interval_picker.py`, `allocation.py`: msa's allocator (XLA's prefetch interval
   picker and the window assignment over given homes), run by one Numba kernel
   (`allocation_kernel.py`) that equals its plain-Python reference (`allocation_reference.py`,
-  on `interval_picker.py` and `fast_memory.py`); `msa` and the GA's decoder use it;
+  on `interval_picker.py` and `fast_memory.py`; both place through `occupancy.py`); `msa` and the GA's decoder use it;
 - `starts.py`: the starting solutions every residency search shares (msa's, the static
   optimum with windows);
 - `home_swaps.py`: swaps of equal-size homes and demotions, judged with msa's windows over

@@ -3,8 +3,9 @@
 Local search over homes and windows (`sa.py`) proposes one change at a time; this class
 says whether the change keeps the solution valid (docs/spec.md section 10) and books it:
 
-- which bytes are in use (`fast_memory.FastMemory`, the structure msa's allocator and
-  the mallocGame book into too): homes over their live range, keys ("h", tensor), and
+- which bytes are in use (`fast_memory.FastMemory`: the family's one occupancy record,
+  `occupancy.py`, which msa's allocator, the compiled move loop and the mallocGame book
+  into too): homes over their live range, keys ("h", tensor), and
   windows over their occupancy `start .. hold`, keys ("w", slot); a new or changed one
   gets the *best-fit* offset on an addressed level and a change with no gap is refused
   (no repacking inside a move: a repack would move other windows' offsets and the undo
