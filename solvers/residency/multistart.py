@@ -77,11 +77,11 @@ PARAMS = {
                                 "well (\"\": none; `lib improve --from-best` passes the best known)"),
 }
 START_SHARE = 0.15  # of the time left, at most, for msa's start and the static sa's
-REHEAT = (1.0, 0.1, 0.01)
+REHEAT = (1.0, 0.1, 0.01)  # start temperatures of the anneals from the best, times t_start
 # The static milp start only up to this many ops: on synth-10000@nnpi the static milp's
 # thread ran on after its 4 s limit (model build and HiGHS past the deadline), taking a
 # core from the anneals; at 10^3 ops it stops in time
-MILP_MAX_OPS = 2000  # start temperatures of the anneals from the best, times t_start
+MILP_MAX_OPS = 2000
 
 
 def given_start(instance: Instance, path: str) -> ResidencySolution:
@@ -119,10 +119,18 @@ def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: fl
                      home_rate: float, lead: float, milp_share: float, swap_share: float,
                      static_moves: int, offer_every: float, rotate: bool,
                      start: str) -> None:
-    inst = ctx.instance
     if ctx.time_limit is None:
         raise ParameterError("solver 'multistart' (residency) needs a time limit")
-    ctx.lower_bound = lower_bound(inst)
+    ctx.lower_bound = lower_bound(ctx.instance)
+    starts = _starts(ctx, milp_share, swap_share, static_moves, rotate, start)
+    _anneal_all(ctx, starts, anneals, t_start, t_end, home_rate, lead, offer_every)
+
+
+def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_moves: int,
+            rotate: bool, start: str) -> list[ResidencySolution]:
+    """Every start offered and noted, in the order the anneals take them: the best first,
+    a rotation of it (often slower at first) second."""
+    inst = ctx.instance
     starts: list[ResidencySolution] = []
 
     def add(sol: ResidencySolution, name: str) -> None:
@@ -160,6 +168,15 @@ def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: fl
         if turned:  # often slower at first: the second anneal starts from it
             add(turned[0], "rotation")
             starts.insert(1, starts.pop())
+    return starts
+
+
+def _anneal_all(ctx: SearchContext, starts: list[ResidencySolution], anneals: int,
+                t_start: float, t_end: float, home_rate: float, lead: float,
+                offer_every: float) -> None:
+    """`anneals` anneals in the time left: one from each start, then reheated ones from the
+    best so far; each best offered."""
+    inst = ctx.instance
     best = min(starts, key=lambda s: s.latency)
     last = [time.perf_counter()]
 
