@@ -245,98 +245,139 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
     `time_limit` covers everything: msa's start (at most a fifth of it), building each
     model (abandoned at the deadline), HiGHS (given what is left after the build, less
     `DECODE_SHARE` kept for decoding and repairing its point)."""
-    found = on_solution or (lambda sol: None)
-    proved = on_bound or (lambda seconds: None)
-    began = time.perf_counter()
-    deadline = math.inf if time_limit is None else began + time_limit
-    notes = {} if notes is None else notes
-    bound = lower_bound(inst)  # the model's closed-form bounds (model/residency/bounds.py):
-    proved(bound)  # first, as they are proven at once, whatever the time limit cuts short
-    notes["closed_form_bound"] = bound
-    place, offsets = static_homes(inst, "compiler")
-    best = ResidencySolution(inst.name, place, offsets)
-    best.latency = simulate(inst, best)
-    found(best)
-    if seeds:
-        sol, _ = msa_solution(inst, deadline=began + (deadline - began) / 5)
-        found(sol)
-        if sol.latency < best.latency:
-            best = sol
-    incumbent = None
+    run = _Run(inst, time_limit, gap, threads, seed, should_stop, on_solution, on_bound,
+               {} if notes is None else notes)
+    # the model's closed-form bounds (model/residency/bounds.py) first, as they are proven
+    # at once, whatever the time limit cuts short
+    run.prove(lower_bound(inst))
+    run.notes["closed_form_bound"] = run.bound
+    run.incumbents(seeds)
     big = estimated_columns(inst) > MAX_COLUMNS
-    # The horizon bound (horizon_bound.py: the delivery relaxation, which follows where
-    # prefetched bytes wait, by blocks of the schedule), then the access relaxation
-    # (access_bound.py): LPs that scale; all the time when the MILP is too large to build,
-    # else a share of it.
-    lps = deadline - time.perf_counter()
-    lps = lps if big else lps * ACCESS_SHARE
-    lps_end = time.perf_counter() + lps
-    for name, run, share in (("horizon", horizon_bound, HORIZON_SHARE), ("access", access_bound, 1.0)):
-        left = lps_end - time.perf_counter()
-        if int(inst.op_ptr[-1]) > ACCESS_MAX_ACCESSES:
-            notes[name] = {"model": f"not built: {int(inst.op_ptr[-1])} accesses > {ACCESS_MAX_ACCESSES}"}
-        elif name == "access" and inst.n_ops > ACCESS_AFTER_HORIZON_OPS and \
-                math.isfinite(notes.get("horizon", {}).get("bound", -math.inf)):
-            notes[name] = {"model": f"not built: the horizon bound stands above {ACCESS_AFTER_HORIZON_OPS} ops"}
-        elif left > 0.05:
-            got = run(inst, best.latency, None if time_limit is None else left * share, threads, seed)
-            notes[name] = {"bound": got.bound, "status": got.status,
-                           "seconds": round(got.seconds, 3), "model": got.stats}
-            if got.bound > bound:
-                bound = got.bound
-                proved(bound)
-    # The capped LP by interior point where the MILP's root would not solve in time; its
-    # ceiling is the best valid latency so far
-    if CAPPED_COLUMNS < estimated_columns(inst) <= MAX_COLUMNS and deadline - time.perf_counter() > 1:
-        left = deadline - time.perf_counter()
-        got = solve_capped(inst, best.latency, None if time_limit is None else left * CAPPED_SHARE,
-                           threads, seed)
-        notes["capped"] = {"bound": got.bound, "status": got.status, "seconds": round(got.seconds, 3)}
-        if got.bound > bound:
-            bound = got.bound
-            proved(bound)
-    # Two models: without start binaries (fast), then with them (exact occupancies, a
-    # stronger bound and windows that keep the capacity); the bound is the larger one.
-    phases = ((False, 1 / 3), (True, 1.0))
+    run.lp_bounds(big)
+    if CAPPED_COLUMNS < estimated_columns(inst) <= MAX_COLUMNS and run.left() > 1:
+        run.capped_bound()
     if big:
-        phases = ()
-        notes["model"] = f"not built: about {estimated_columns(inst)} columns > {MAX_COLUMNS}"
-    for phase, (starts, share) in enumerate(phases):
-        if deadline - time.perf_counter() <= 0.05:
-            break
+        run.notes["model"] = f"not built: about {estimated_columns(inst)} columns > {MAX_COLUMNS}"
+    else:
+        run.milp_phases()
+    return BoundResult(run.bound, run.best, run.proven(), run.incumbent, run.notes)
+
+
+class _Run:
+    """One `bound_and_incumbent`: the best bound and solutions so far, told as they come."""
+
+    def __init__(self, inst: Instance, time_limit: float | None, gap: float, threads: int,
+                 seed: int, should_stop, on_solution, on_bound, notes: dict):
+        self.inst, self.time_limit, self.gap = inst, time_limit, gap
+        self.threads, self.seed, self.should_stop = threads, seed, should_stop
+        self.found = on_solution or (lambda sol: None)
+        self.proved = on_bound or (lambda seconds: None)
+        self.notes = notes
+        self.began = time.perf_counter()
+        self.deadline = math.inf if time_limit is None else self.began + time_limit
+        self.bound = -math.inf
+        self.best: ResidencySolution | None = None
+        self.incumbent: ResidencySolution | None = None  # the relaxation's windows, repaired
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def limit(self, seconds: float) -> float | None:
+        """A solver's time limit of `seconds` (None without a time limit)."""
+        return None if self.time_limit is None else seconds
+
+    def prove(self, bound: float) -> None:
+        if bound > self.bound:
+            self.bound = bound
+            self.proved(bound)
+
+    def offer(self, sol: ResidencySolution) -> None:
+        self.found(sol)
+        if self.best is None or sol.latency < self.best.latency:
+            self.best = sol
+
+    def proven(self) -> bool:
+        return self.best.latency <= self.bound * (1 + self.gap) / (1 - BOUND_MARGIN)
+
+    def incumbents(self, seeds: bool) -> None:
+        """The static compiler placement, then (with `seeds`) msa's solution in at most a
+        fifth of the time."""
+        inst = self.inst
+        place, offsets = static_homes(inst, "compiler")
+        compiler = ResidencySolution(inst.name, place, offsets)
+        compiler.latency = simulate(inst, compiler)
+        self.offer(compiler)
+        if seeds:
+            self.offer(msa_solution(inst, deadline=self.began + (self.deadline - self.began) / 5)[0])
+
+    def lp_bounds(self, big: bool) -> None:
+        """The horizon bound (horizon_bound.py: the delivery relaxation, which follows where
+        prefetched bytes wait, by blocks of the schedule), then the access relaxation
+        (access_bound.py): LPs that scale; all the time when the MILP is too large to build,
+        else `ACCESS_SHARE` of it."""
+        inst, notes = self.inst, self.notes
+        lps_end = time.perf_counter() + (self.left() if big else self.left() * ACCESS_SHARE)
+        for name, run, share in (("horizon", horizon_bound, HORIZON_SHARE), ("access", access_bound, 1.0)):
+            left = lps_end - time.perf_counter()
+            if int(inst.op_ptr[-1]) > ACCESS_MAX_ACCESSES:
+                notes[name] = {"model": f"not built: {int(inst.op_ptr[-1])} accesses > {ACCESS_MAX_ACCESSES}"}
+            elif name == "access" and inst.n_ops > ACCESS_AFTER_HORIZON_OPS and \
+                    math.isfinite(notes.get("horizon", {}).get("bound", -math.inf)):
+                notes[name] = {"model": f"not built: the horizon bound stands above {ACCESS_AFTER_HORIZON_OPS} ops"}
+            elif left > 0.05:
+                got = run(inst, self.best.latency, self.limit(left * share), self.threads, self.seed)
+                notes[name] = {"bound": got.bound, "status": got.status,
+                               "seconds": round(got.seconds, 3), "model": got.stats}
+                self.prove(got.bound)
+
+    def capped_bound(self) -> None:
+        """The capped LP by interior point, where the MILP's root would not solve in time;
+        its ceiling is the best valid latency so far."""
+        got = solve_capped(self.inst, self.best.latency, self.limit(self.left() * CAPPED_SHARE),
+                           self.threads, self.seed)
+        self.notes["capped"] = {"bound": got.bound, "status": got.status,
+                                "seconds": round(got.seconds, 3)}
+        self.prove(got.bound)
+
+    def milp_phases(self) -> None:
+        """Two models: without start binaries (fast), then with them (exact occupancies, a
+        stronger bound and windows that keep the capacity); the bound is the larger one."""
+        for phase, (starts, share) in enumerate(((False, 1 / 3), (True, 1.0))):
+            if self.left() <= 0.05 or not self._milp_phase(phase, starts, share):
+                break
+            if self.proven() or (self.should_stop is not None and self.should_stop()):
+                break
+
+    def _milp_phase(self, phase: int, starts: bool, share: float) -> bool:
+        """One model solved and its point decoded and repaired; False when it could not run."""
+        inst = self.inst
         try:
-            model = formulate(inst, binary_starts=starts, deadline=deadline)
+            model = formulate(inst, binary_starts=starts, deadline=self.deadline)
         except BuildTimeout as late:
-            notes[f"phase{phase}"] = {"model": f"not built in time ({late})"}
-            break
-        left = deadline - time.perf_counter()
-        limit = None if time_limit is None else left * share * (1 - DECODE_SHARE)
+            self.notes[f"phase{phase}"] = {"model": f"not built in time ({late})"}
+            return False
+        limit = self.limit(self.left() * share * (1 - DECODE_SHARE))
         if limit is not None and limit <= 0.05:
-            notes[f"phase{phase}"] = {"model": model.stats, "highs_status": "no time left"}
-            break
-        out = solve_relaxation(model, limit, gap=gap, threads=threads, seed=seed,
-                               should_stop=should_stop)
-        bound = max(bound, out.bound)
-        proved(bound)
-        notes[f"phase{phase}"] = {"model": model.stats, "highs_status": out.status,
-                                  "nodes": out.nodes, "highs_s": round(out.seconds, 3),
-                                  "bound": out.bound}
+            self.notes[f"phase{phase}"] = {"model": model.stats, "highs_status": "no time left"}
+            return False
+        out = solve_relaxation(model, limit, gap=self.gap, threads=self.threads, seed=self.seed,
+                               should_stop=self.should_stop)
+        self.proved(max(self.bound, out.bound))
+        self.bound = max(self.bound, out.bound)
+        self.notes[f"phase{phase}"] = {"model": model.stats, "highs_status": out.status,
+                                       "nodes": out.nodes, "highs_s": round(out.seconds, 3),
+                                       "bound": out.bound}
         if out.values is not None:
             homes, windows = windows_of(model, out.values)
-            sol = repair(inst, homes, windows, deadline)
+            sol = repair(inst, homes, windows, self.deadline)
             if sol is not None:
-                found(sol)
-                if incumbent is None or sol.latency < incumbent.latency:
-                    incumbent = sol
-                    notes["incumbent_windows"] = len(sol.windows)
-        if incumbent is not None and incumbent.latency < best.latency:
-            best = incumbent
-        if best.latency <= bound * (1 + gap) / (1 - BOUND_MARGIN):
-            break  # proven
-        if should_stop is not None and should_stop():
-            break
-    optimal = best.latency <= bound * (1 + gap) / (1 - BOUND_MARGIN)
-    return BoundResult(bound, best, optimal, incumbent, notes)
+                self.found(sol)
+                if self.incumbent is None or sol.latency < self.incumbent.latency:
+                    self.incumbent = sol
+                    self.notes["incumbent_windows"] = len(sol.windows)
+        if self.incumbent is not None and self.incumbent.latency < self.best.latency:
+            self.best = self.incumbent
+        return True
 
 
 @register("bound", "MILP relaxation of the simulator on HiGHS: a proven lower bound (homes, "
