@@ -102,6 +102,41 @@ def combine(inst: Instance, models: list[DeliveryModel], duals: list[np.ndarray]
     return total * (1 - MARGIN) if total > 0 else total
 
 
+def _highs_of(m: DeliveryModel, threads: int, seed: int):
+    """HiGHS holding block model m's LP relaxation."""
+    p = m.lp
+    order = np.lexsort((p.r, p.c))
+    start = np.zeros(p.cost.size + 1, np.int64)
+    np.cumsum(np.bincount(p.c, minlength=p.cost.size), out=start[1:])
+    h = new_highs(threads, seed, None)
+    h.passModel(column_lp(p.cost, p.lo, p.hi, p.rlo, p.rhi, start, p.r[order], p.v[order], None,
+                          relax=True))
+    return h
+
+
+def _round(models: list[DeliveryModel], solvers: list, base: list[np.ndarray], priced: list,
+           mu: np.ndarray, deadline: float) -> tuple[list[np.ndarray], np.ndarray]:
+    """Every block solved at prices `mu`, in turn until `deadline`: the row duals of those
+    solved, and the capacity their priced weights use per level."""
+    duals, used = [], np.zeros(mu.shape[0])
+    for m, h, b, pr in zip(models, solvers, base, priced):
+        left = deadline - time.perf_counter()
+        if left <= 0.05:
+            break
+        _price(m, b, pr, mu)
+        h.changeColsCost(m.lp.cost.size, np.arange(m.lp.cost.size, dtype=np.int32), m.lp.cost)
+        h.setOptionValue("time_limit", left if math.isfinite(left) else INF)
+        h.run()
+        sol = h.getSolution()
+        if not sol.dual_valid:
+            break
+        duals.append(np.array(sol.row_dual))
+        x = np.array(sol.col_value)
+        for col, l, size in pr:
+            used[l] += x[col] * size
+    return duals, used
+
+
 def horizon_bound(inst: Instance, ceiling: float, time_limit: float | None = None,
                   threads: int = 1, seed: int = 0, block_ops: int = BLOCK_OPS,
                   rounds: int = 12) -> HorizonBound:
@@ -121,16 +156,7 @@ def horizon_bound(inst: Instance, ceiling: float, time_limit: float | None = Non
                             {"blocks": len(spans), "built": len(models)})
     priced = [_priced(inst, m, lo, hi) for m, (lo, hi) in zip(models, spans)]
     base = [m.lp.cost.copy() for m in models]
-    solvers = []
-    for m in models:
-        p = m.lp
-        order = np.lexsort((p.r, p.c))
-        start = np.zeros(p.cost.size + 1, np.int64)
-        np.cumsum(np.bincount(p.c, minlength=p.cost.size), out=start[1:])
-        h = new_highs(threads, seed, None)
-        h.passModel(column_lp(p.cost, p.lo, p.hi, p.rlo, p.rhi, start, p.r[order], p.v[order], None,
-                              relax=True))
-        solvers.append(h)
+    solvers = [_highs_of(m, threads, seed) for m in models]
     caps = _capacities(inst)
     L = inst.n_levels
     mu = np.zeros(L)
@@ -141,22 +167,7 @@ def horizon_bound(inst: Instance, ceiling: float, time_limit: float | None = Non
     trace: list = []  # per round: seconds, bound, capacity used by the priced weights per level
     built_s = time.perf_counter() - began
     for r in range(rounds):
-        duals, used = [], np.zeros(L)
-        for m, h, b, pr in zip(models, solvers, base, priced):
-            left = deadline - time.perf_counter()
-            if left <= 0.05:
-                break
-            _price(m, b, pr, mu)
-            h.changeColsCost(m.lp.cost.size, np.arange(m.lp.cost.size, dtype=np.int32), m.lp.cost)
-            h.setOptionValue("time_limit", left if math.isfinite(left) else INF)
-            h.run()
-            sol = h.getSolution()
-            if not sol.dual_valid:
-                break
-            duals.append(np.array(sol.row_dual))
-            x = np.array(sol.col_value)
-            for col, l, size in pr:
-                used[l] += x[col] * size
+        duals, used = _round(models, solvers, base, priced, mu, deadline)
         if len(duals) < len(models):
             break
         done += 1
