@@ -171,6 +171,8 @@ class _Builder:
         self.homes = np.full((inst.n_tensors, L), -1, np.int64)
 
     def tensor(self, t: int) -> None:
+        """Tensor t's columns and rows: a home, the level serving each access in the block,
+        the copies that deliver its windows and the eviction of a defining one."""
         inst, b, L, lo = self.inst, self.b, self.inst.n_levels, self.lo
         acc = inst.tensor_access[inst.tensor_ptr[t]:inst.tensor_ptr[t + 1]]
         ops_all = inst.access_op[acc]
@@ -188,31 +190,47 @@ class _Builder:
         earliest = (int(inst.start[t]) if producer is None else int(producer) + 1) - lo
         defining = producer is not None and producer >= lo  # the producer's write is access 0
         carried = int(inst.start[t]) < lo  # a window may come from before the block
-        w: list[dict[tuple[int, int], int]] = []
-        for a, k in zip(acc, ops):
-            nbytes = float(inst.op_bytes[a])
-            w_of: dict[tuple[int, int], int] = {}
-            for h in range(L):
-                if y[h] < 0:
+        w = [self._served(acc_a, k, y, pairs, size) for acc_a, k in zip(acc, ops)]
+        kept = self._delivered(w, ops, size, earliest, defining, carried)
+        last = int(inst.end[t]) - lo  # an eviction is due by the tensor's last access
+        if not defining or len(ops) < 2 or last >= len(self.E):
+            return
+        self._evicted(w, kept, ops, size, earliest, last)
+
+    def _served(self, a: int, k: int, y: list[int], pairs: list[tuple[int, int]],
+                size: float) -> dict[tuple[int, int], int]:
+        """Access a at step k served by the home (column y[h]) or by a window of level l
+        over home h: the window columns by (l, h)."""
+        inst, b = self.inst, self.b
+        nbytes = float(inst.op_bytes[a])
+        w_of: dict[tuple[int, int], int] = {}
+        for h in range(len(y)):
+            if y[h] < 0:
+                continue
+            t_h = nbytes / inst.bandwidth[h] / self.scale
+            if nbytes:
+                self.memory[k].append((y[h], t_h))
+                self.busy[h][k].append((y[h], t_h))
+            served = [(y[h], -1.0)]
+            for l in range(h):
+                if (l, h) not in pairs:
                     continue
-                t_h = nbytes / inst.bandwidth[h] / self.scale
+                col = b.col()
+                w_of[l, h] = col
+                served.append((col, 1.0))
+                self.occupancy[l][k].append((col, size))
                 if nbytes:
-                    self.memory[k].append((y[h], t_h))
-                    self.busy[h][k].append((y[h], t_h))
-                served = [(y[h], -1.0)]
-                for l in range(h):
-                    if (l, h) not in pairs:
-                        continue
-                    col = b.col()
-                    w_of[l, h] = col
-                    served.append((col, 1.0))
-                    self.occupancy[l][k].append((col, size))
-                    if nbytes:
-                        self.memory[k].append((col, nbytes / inst.bandwidth[l] / self.scale - t_h))
-                        self.busy[h][k].append((col, -t_h))
-                if len(served) > 1:
-                    b.row(served, hi=0.0)
-            w.append(w_of)
+                    self.memory[k].append((col, nbytes / inst.bandwidth[l] / self.scale - t_h))
+                    self.busy[h][k].append((col, -t_h))
+            if len(served) > 1:
+                b.row(served, hi=0.0)
+        return w_of
+
+    def _delivered(self, w: list[dict[tuple[int, int], int]], ops: list[int], size: float,
+                   earliest: int, defining: bool, carried: bool) -> list[dict[tuple[int, int], int]]:
+        """Each window column either kept from the previous access (the columns returned,
+        by access and (l, h)), carried in from before the block, or delivered by a copy."""
+        inst, b, lo = self.inst, self.b, self.lo
         kept: list[dict[tuple[int, int], int]] = [{} for _ in ops]
         for i, w_of in enumerate(w):
             for (l, h), win in w_of.items():
@@ -239,9 +257,13 @@ class _Builder:
                         self.due[h, l] = [[] for _ in self.E]
                     self.due[h, l][ops[i] - 1].append((f, tau))
                 b.row([(f, 1.0), (win, -1.0)] + ([(c, 1.0)] if c >= 0 else []), lo=0.0)
-        last = int(inst.end[t]) - lo  # an eviction is due by the tensor's last access
-        if not defining or len(ops) < 2 or last >= len(self.E):
-            return
+        return kept
+
+    def _evicted(self, w: list[dict[tuple[int, int], int]], kept: list[dict[tuple[int, int], int]],
+                 ops: list[int], size: float, earliest: int, last: int) -> None:
+        """A defining window's eviction to home h, due by step `last`, whenever a later
+        access is not served by the window kept from the write."""
+        inst, b = self.inst, self.b
         evict: dict[int, int] = {}
         for (l, h), win in w[0].items():
             if h not in evict:
