@@ -77,60 +77,74 @@ def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[
         homes[t] = max(cols)[1]
     windows: list[Window] = []
     for t in range(T):
-        h = int(homes[t])
-        acc = tensor_accesses(inst, t)
-        p = producer_of(inst, t)
-        served = []  # window level of each access, -1 = home
-        for (k, _, a) in acc:
-            level = -1
-            for l in range(h):
-                col = model.s.get((a, l))
-                if col is not None and values[col] > ON:
-                    level = l
-            served.append(level)
-        # runs of accesses served by one window (a new prefetch breaks a run)
-        runs: list[list[int]] = []  # [level, first access index, last access index]
-        for i, level in enumerate(served):
-            if level < 0:
-                continue
-            fresh = (t, level, h, i) in model.prefetch and \
-                values[model.prefetch[t, level, h, i][-1]] > ON
-            if runs and runs[-1][0] == level and runs[-1][2] == i - 1 and not fresh:
-                runs[-1][2] = i
-            else:
-                runs.append([level, i, i])
-        cursor, valid = int(inst.start[t]), (0 if p < 0 else p + 1)
-        for r, (level, i0, i1) in enumerate(runs):
-            first, last = acc[i0][0], acc[i1][0]
-            if p >= 0 and i0 == 0:  # the defining window
-                after = i1 + 1 < len(acc)
-                if not after:
-                    windows.append(Window(t, level, p, p, last))
-                    cursor, valid = last + 1, int(inst.end[t]) + 1
-                    continue
-                k_next = acc[i1 + 1][0]
-                cols = model.evict.get((t, h), [])
-                issue = next((p + 1 + m for m, c in enumerate(cols) if values[c] > MOVED), p + 1)
-                done = next((p + 1 + m for m, c in enumerate(cols) if values[c] > 1 - MOVED), k_next - 1)
-                due = min(k_next, done + 1)
-                issue = min(max(issue, p + 1), due - 1)
-                if due < p + 2 or issue < p + 1:
-                    continue  # cannot evict in time: the write goes to the home
-                windows.append(Window(t, level, p, p, last, evict=(issue, due)))
-                cursor, valid = max(last, due - 1) + 1, due
-                continue
-            cols = model.starts.get((t, level, i0))  # binary start indicators, if modelled
-            moved = ON
-            if cols is None:
-                cols, moved = model.prefetch.get((t, level, h, i0), []), MOVED
-            lo = int(model.lo[t])
-            start = next((lo + m for m, c in enumerate(cols) if values[c] > moved), first - 1)
-            start = max(start, cursor, valid)
-            if start >= first:
-                continue  # no room for the copy: served by the home
-            windows.append(Window(t, level, start, first, last))
-            cursor = last + 1
+        windows += _tensor_windows(model, values, t, int(homes[t]))
     return homes, windows
+
+
+def _runs(model: Relaxation, values: np.ndarray, t: int, h: int,
+          acc: list[tuple[int, int, int]]) -> list[list[int]]:
+    """Tensor t's runs of accesses served by one window of a level faster than its home h
+    (a new prefetch breaks a run): [level, first access index, last access index]."""
+    served = []  # window level of each access, -1 = home
+    for (k, _, a) in acc:
+        level = -1
+        for l in range(h):
+            col = model.s.get((a, l))
+            if col is not None and values[col] > ON:
+                level = l
+        served.append(level)
+    runs: list[list[int]] = []
+    for i, level in enumerate(served):
+        if level < 0:
+            continue
+        fresh = (t, level, h, i) in model.prefetch and \
+            values[model.prefetch[t, level, h, i][-1]] > ON
+        if runs and runs[-1][0] == level and runs[-1][2] == i - 1 and not fresh:
+            runs[-1][2] = i
+        else:
+            runs.append([level, i, i])
+    return runs
+
+
+def _tensor_windows(model: Relaxation, values: np.ndarray, t: int, h: int) -> list[Window]:
+    """Tensor t's windows over home h: a defining window evicted as the model evicts it,
+    prefetches started where the model starts them (dropped when no copy fits before)."""
+    inst = model.instance
+    acc = tensor_accesses(inst, t)
+    p = producer_of(inst, t)
+    windows: list[Window] = []
+    cursor, valid = int(inst.start[t]), (0 if p < 0 else p + 1)
+    for level, i0, i1 in _runs(model, values, t, h, acc):
+        first, last = acc[i0][0], acc[i1][0]
+        if p >= 0 and i0 == 0:  # the defining window
+            after = i1 + 1 < len(acc)
+            if not after:
+                windows.append(Window(t, level, p, p, last))
+                cursor, valid = last + 1, int(inst.end[t]) + 1
+                continue
+            k_next = acc[i1 + 1][0]
+            cols = model.evict.get((t, h), [])
+            issue = next((p + 1 + m for m, c in enumerate(cols) if values[c] > MOVED), p + 1)
+            done = next((p + 1 + m for m, c in enumerate(cols) if values[c] > 1 - MOVED), k_next - 1)
+            due = min(k_next, done + 1)
+            issue = min(max(issue, p + 1), due - 1)
+            if due < p + 2 or issue < p + 1:
+                continue  # cannot evict in time: the write goes to the home
+            windows.append(Window(t, level, p, p, last, evict=(issue, due)))
+            cursor, valid = max(last, due - 1) + 1, due
+            continue
+        cols = model.starts.get((t, level, i0))  # binary start indicators, if modelled
+        moved = ON
+        if cols is None:
+            cols, moved = model.prefetch.get((t, level, h, i0), []), MOVED
+        lo = int(model.lo[t])
+        start = next((lo + m for m, c in enumerate(cols) if values[c] > moved), first - 1)
+        start = max(start, cursor, valid)
+        if start >= first:
+            continue  # no room for the copy: served by the home
+        windows.append(Window(t, level, start, first, last))
+        cursor = last + 1
+    return windows
 
 
 def _offsets(inst: Instance, homes: np.ndarray, windows: list[Window]
