@@ -108,10 +108,11 @@ def verify_command(version: str) -> None:
 @click.option("--lp-model", "lp_models", multiple=True,
               type=click.Choice(["static-milp", "residency-relaxation", "residency-access",
                                  "residency-delivery", "residency-relaxation-capped",
-                                 "residency-delivery-tree"]),
+                                 "residency-delivery-tree", "residency-relaxation-tree"]),
               help="LP models the refresh solves (repeatable; default: each problem's; "
-                   "residency-delivery-tree, a branch-and-bound tree over the delivery "
-                   "relaxation, only when named, with --time-limit)")
+                   "residency-delivery-tree and residency-relaxation-tree, branch-and-bound "
+                   "trees over the delivery relaxation and over the relaxation with start "
+                   "binaries, only when named, with --time-limit)")
 @click.option("--from-best", is_flag=True,
               help="solvers that take a start solution (residency multistart) start from the "
                    "entry's best known as well; its sha256 is in the provenance")
@@ -148,7 +149,8 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
               help="only entries whose certified gap is above this (percent)")
 @click.option("--lp-model", "lp_models", multiple=True,
               type=click.Choice(["residency-relaxation", "residency-access", "residency-delivery",
-                                 "residency-relaxation-capped", "residency-delivery-tree"]),
+                                 "residency-relaxation-capped", "residency-delivery-tree",
+                                 "residency-relaxation-tree"]),
               help="LP models to solve (repeatable; default: those whose ceiling is the best "
                    "known, residency-access, residency-relaxation-capped and residency-delivery)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,
@@ -162,7 +164,7 @@ def bounds_command(version: str, time_limit: float, entries: tuple[str, ...], ma
     certified bound and gap before and after; the library is not written."""
     from memplace.bench.library.rebound import rebound
     from memplace.bench.library.tables import markdown
-    from memplace.solvers.certificate import CEILING_MODELS
+    from memplace.solvers.certificate import CEILING_MODELS, ON_REQUEST_MODELS
     if time_limit <= 0:
         raise MemplaceError(f"--time-limit must be > 0 seconds, got {time_limit}")
     lib = _read(version)
@@ -178,7 +180,8 @@ def bounds_command(version: str, time_limit: float, entries: tuple[str, ...], ma
             Path(out_file).parent.mkdir(parents=True, exist_ok=True)
             Path(out_file).write_text(f"{lib.name}, '{command}':\n\n" + markdown(rows), encoding="utf-8")
 
-    rows = rebound(lib, chosen, time_limit, lp_models or CEILING_MODELS,
+    default = [m for m in CEILING_MODELS if m not in ON_REQUEST_MODELS["residency"]]  # trees: named
+    rows = rebound(lib, chosen, time_limit, lp_models or default,
                    Path(certificates) if certificates else None, echo=click.echo, on_row=write)
     click.echo(markdown(rows), nl=False)
 

@@ -532,9 +532,11 @@ def solve_relaxation(model: Relaxation, time_limit: float | None, gap: float = 1
 
 @dataclass
 class CappedLP:
-    """`formulate`'s LP without binaries, every interval column E[k] capped by a valid
+    """`formulate`'s LP (integrality dropped), every interval column E[k] capped by a valid
     latency: min cost'x over rlo <= A x <= rhi, lo <= x <= hi (A as row, column, value
-    triplets), every bound of x finite; `scale` turns its objective into seconds."""
+    triplets), every bound of x finite; `scale` turns its objective into seconds;
+    `integer` marks the columns `formulate` made binary (0 or 1 at the point of every
+    valid solution, module docstring)."""
 
     cost: np.ndarray
     lo: np.ndarray
@@ -545,6 +547,20 @@ class CappedLP:
     c: np.ndarray
     v: np.ndarray
     scale: float
+    integer: np.ndarray | None = None
+
+
+def capped(rel: Relaxation, ceiling: float) -> CappedLP:
+    """`rel`'s LP with its interval columns capped by `ceiling` (seconds; `capped_lp`)."""
+    b = rel.builder
+    lo = np.asarray(b.lo, np.float64)
+    hi = np.asarray(b.hi, np.float64)
+    n = rel.instance.n_ops
+    hi[:n] = np.maximum(ceiling / rel.scale * (1 + 1e-6), lo[:n])  # the E columns come first
+    return CappedLP(np.asarray(b.cost, np.float64), lo, hi, np.asarray(b.rlo, np.float64),
+                    np.asarray(b.rhi, np.float64), np.asarray(b.r, np.int64),
+                    np.asarray(b.c, np.int64), np.asarray(b.v, np.float64), rel.scale,
+                    np.asarray(b.integer, bool))
 
 
 def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> CappedLP:
@@ -555,16 +571,9 @@ def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> CappedLP
     columns are shares in [0, 1] and each level's weight load, whose row bounds it by the
     sum of its terms. So its minimum is a lower bound on the optimum whenever `ceiling`
     is a valid latency, and with every column bounded any dual vector bounds the minimum
-    (`weak_duality`)."""
-    rel = formulate(inst, binary_starts=False, binary_holds=False, deadline=deadline)
-    b = rel.builder
-    lo = np.asarray(b.lo, np.float64)
-    hi = np.asarray(b.hi, np.float64)
-    n = inst.n_ops
-    hi[:n] = np.maximum(ceiling / rel.scale * (1 + 1e-6), lo[:n])  # the E columns come first
-    return CappedLP(np.asarray(b.cost, np.float64), lo, hi, np.asarray(b.rlo, np.float64),
-                    np.asarray(b.rhi, np.float64), np.asarray(b.r, np.int64),
-                    np.asarray(b.c, np.int64), np.asarray(b.v, np.float64), rel.scale)
+    (`weak_duality`). The same holds with the start and hold binaries built
+    (`start_tree.py` branches on them)."""
+    return capped(formulate(inst, binary_starts=False, binary_holds=False, deadline=deadline), ceiling)
 
 
 def weak_duality(lp: CappedLP, y: np.ndarray) -> float:
