@@ -56,6 +56,15 @@
   (`lp_models`): it takes minutes and its certificate is large; `improve --lp-model`
   asks for it.
 
+- A branch-and-bound tree over the capped relaxation with its start and hold binaries
+  (model `residency-relaxation-tree`, `residency/machinery/start_tree.py`, where the
+  argument is): the same certificate and check as the delivery tree's, on the LP of
+  `relaxation.formulate(binary_starts=True, binary_holds=True)` capped by the ceiling,
+  every disjunction on columns that model declares integer (homes, serving levels, the
+  start indicators of prefetch windows, the defining windows' holds). A start decided by
+  a branch makes a window hold its whole size from then on, which the LP spreads.
+  On request only, as the delivery tree.
+
 All are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
 """
