@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from memplace.model import Instance
+from memplace.model.core.jit import njit
 from memplace.model.static import kernels
 from memplace.model.static import reference as ref
 

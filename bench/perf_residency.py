@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from memplace.bench.perf import best_of, c_library
 from memplace.model import Instance
+from memplace.model.core.jit import njit
 from memplace.model.residency import Simulation, Window, reference, simulate_batch, valid_from
 from memplace.model.residency import encoding, kernels
 

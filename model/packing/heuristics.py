@@ -17,8 +17,8 @@ Lifespans are half-open `[lower, upper)`. A buffer that fits nowhere below
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from memplace.model.core.jit import njit
 from memplace.model.packing.offset_index import index_add, index_fit, new_offset_index
 from memplace.model.packing.rules import BEST_FIT, FIRST_FIT, HEURISTICS  # noqa: F401
 

@@ -31,7 +31,8 @@ pass it without a jitclass, and compiled kernels stay cacheable.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from memplace.model.core.jit import njit
 
 _STACK = 192  # > 2 x tree height + 2 for any int64 step count
 

@@ -73,12 +73,12 @@ import warnings
 
 import numba
 import numpy as np
-from numba import njit
 
 # the clock is read in object mode every 1024 nodes, holding the GIL only then
 warnings.filterwarnings("ignore", message=".*Code running in object mode",
                         category=numba.NumbaWarning)
 
+from memplace.model.core.jit import njit
 from memplace.model.packing.rules import (INFEASIBLE, NODE_LIMIT, PACKED,  # noqa: F401
                                              STOPPED, TIME_LIMIT)
 

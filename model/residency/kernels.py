@@ -23,7 +23,8 @@ A checkpoint is the state before op k's wait, for every k multiple of `K`.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from memplace.model.core.jit import njit
 
 _U = np.uint64  # indices cast to unsigned skip Numba's negative-index wraparound
 

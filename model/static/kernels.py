@@ -12,7 +12,8 @@ Compiled once and cached on disk (`cache=True`); `memplace warmup` compiles them
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from memplace.model.core.jit import njit
 
 
 # Indices are cast to unsigned so Numba skips negative-index wraparound in the hot

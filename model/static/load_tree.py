@@ -19,7 +19,8 @@ threads that only read).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from memplace.model.core.jit import njit
 
 
 def tree_leaves(n_ops: int) -> int:

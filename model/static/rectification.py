@@ -25,8 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from numba import njit
-
+from memplace.model.core.jit import njit
 from memplace.model.static import kernels
 from memplace.model.static.cost import as_placement
 from memplace.model.core.errors import InstanceError

@@ -51,9 +51,9 @@ import bisect
 import math
 
 import numpy as np
-from numba import njit
 
 from memplace.model import Instance, latency
+from memplace.model.core.jit import njit
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.static.milp_highs import formulate
 from memplace.solvers.static.placements import best_start, offer_valid

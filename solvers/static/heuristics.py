@@ -19,9 +19,9 @@ the order, which is what distinguishes the compilers they imitate:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from memplace.model import Instance
+from memplace.model.core.jit import njit
 from memplace.model.static import kernels
 from memplace.model.static.load_tree import empty_trees, tree_range_add, tree_range_max
 from memplace.model.packing.offset_index import index_add, index_fit, new_offset_index

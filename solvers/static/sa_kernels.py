@@ -21,8 +21,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from memplace.model.core.jit import njit
 from memplace.model.static.kernels import move_delta_kernel
 from memplace.model.static.load_tree import tree_range_add as _tree_range_add
 

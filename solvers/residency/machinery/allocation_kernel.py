@@ -30,8 +30,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from memplace.model.core.jit import njit
 from memplace.model.residency import kernels
 from memplace.solvers.residency.machinery import occupancy as oc
 

@@ -36,8 +36,8 @@ import time
 from typing import Callable, NamedTuple
 
 import numpy as np
-from numba import njit
 
+from memplace.model.core.jit import njit
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, producer_of
 from memplace.model.residency import kernels

@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from memplace.model.core.jit import njit
 from memplace.model.instance import Instance
 from memplace.model.packing.heuristics import heuristic_offsets
 from memplace.model.packing.rules import HEURISTICS
