@@ -63,7 +63,8 @@ def _guarded(c, state, old):
     return True
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)  # not inlined: one compiled copy of the simulation
+# loop serves every caller (inlined into each, it was typed and optimised once per caller)
 def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_latency,
                wait_out, elapsed_out, done):
     """Simulate ops k0 .. n-1 from `state` (the state before op k0's wait); return the latency.
@@ -368,8 +369,8 @@ def _change_queue(q_copy, q_len, c_issue, c_due, c_tensor, c_size, due_count, du
     return p if has_old else -1, r
 
 
-@njit(cache=True, nogil=True, inline="always", _nrt=False)  # allocates nothing: no
-# reference counts (they cost more than a short re-simulation); callers keep their own
+@njit(cache=True, nogil=True, _nrt=False)  # allocates nothing: no reference counts (they
+# cost more than a short re-simulation); not inlined: compiled once, not once per caller
 def change_kernel(enc, place, tensor_ptr, tensor_access, access_op, size, slot, old, new):
     """Replace window `slot` (`old`, or none when old[0] < 0) by `new` (none when new[0] < 0)
     in `enc`, in place. A window is (tensor, level, start, first, last, issue, due); a copy
@@ -463,8 +464,8 @@ def _stop_rules(old, new, pos, place, guard, shift):
     return m
 
 
-@njit(cache=True, nogil=True, inline="always", _nrt=False)  # allocates nothing: no
-# reference counts (they cost more than a short re-simulation); callers keep their own
+@njit(cache=True, nogil=True, _nrt=False)  # allocates nothing: no reference counts (they
+# cost more than a short re-simulation); not inlined: compiled once, not once per caller
 def try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor_access, access_op,
                       size, slot, old, new, shift, latency):
     """Replace window `slot` (`old` -> `new`, rows as in `change_kernel`) and return the new
@@ -485,8 +486,7 @@ def try_change_kernel(sim, enc, state, ck, scratch, K, place, tensor_ptr, tensor
     return replay_kernel(sim, enc, state, ck, scratch, K, s // K, shift, latency, False)
 
 
-@njit(cache=True, nogil=True, _nrt=False)  # not inlined: one compiled copy of the simulation
-# loop serves every caller (inlining it into each multiplies the compile time)
+@njit(cache=True, nogil=True, _nrt=False)
 def replay_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, write):
     """Re-simulate the change `try_change_kernel` made from checkpoint c0, with its stop rule
     (`state.stop[1]`, `state.guard`, `shift`); with `write`, checkpoints go into `scratch`."""
@@ -522,7 +522,7 @@ def keep_kernel(ck, scratch, c0, stop, shift):
             ck.left[c, q] = scratch.left[c, q]
 
 
-@njit(cache=True, nogil=True, inline="always", _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def accept_kernel(sim, enc, state, ck, scratch, K, c0, shift, latency, new_latency):
     """Keep the change `try_change_kernel` tried last (from checkpoint c0, old latency
     `latency`, its result `new_latency`): replay it writing checkpoints into `scratch`, then
