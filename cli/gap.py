@@ -43,7 +43,9 @@ def gap_command(instances: tuple[str, ...], time_limit: float, seed: int, proble
     the best valid solution, the best proven lower bound, which solver found each, and the
     certified gap between them. The clock starts with the command: loading each program is
     taken from its own time limit, loading (or compiling) the kernels from the first's."""
-    began = time.perf_counter() - _process_age()
+    age = _process_age()
+    began = time.perf_counter() - age
+    cpu_began = 0.0 if age > 0 else time.process_time()  # (the process's, or the command's)
     from memplace.bench.certified_gap import TABLE_HEAD, certified_gap, table_row
     from memplace.instances import load as load_instance
     from memplace.model.core.errors import MemplaceError
@@ -57,9 +59,12 @@ def gap_command(instances: tuple[str, ...], time_limit: float, seed: int, proble
         load_s.append(time.perf_counter() - start)
     load_kernels(["sa", "bound"], problem_name)
     first = began + sum(load_s[1:])  # the others' loads are on their own clocks
+    # the share of a core had so far: what runs after the lanes is budgeted at this pace
+    pace = (time.process_time() - cpu_began) / max(1e-3, time.perf_counter() - began)
     rows = ""
     for i, inst in enumerate(loaded):
-        got = certified_gap(inst, time_limit, seed, began=first if i == 0 else time.perf_counter() - load_s[i])
+        got = certified_gap(inst, time_limit, seed, began=first if i == 0 else time.perf_counter() - load_s[i],
+                            pace=pace)
         click.echo(f"{got.instance}: {inst.n_ops} ops, {inst.n_tensors} tensors")
         for name, run in got.runs.items():
             lb = "-" if run["lower_bound"] is None else f"{run['lower_bound'] * 1e6:.3f} us"

@@ -89,7 +89,7 @@ def test_gap_stages_get_only_the_time_left_of_the_budget(monkeypatch):
     budget spent before the first stage (a slow load), the bound still answers at once
     with its closed-form bounds and the compiler placement."""
     import memplace.solvers as solvers
-    from memplace.bench.certified_gap import MIN_STAGE_S, RESERVE, certified_gap
+    from memplace.bench.certified_gap import MIN_STAGE_S, after_lanes, certified_gap
     inst = load("synth-100@nnpi", problem="residency")
     calls: list[tuple[str, float, float]] = []
     real = solvers.solve
@@ -101,7 +101,7 @@ def test_gap_stages_get_only_the_time_left_of_the_budget(monkeypatch):
     monkeypatch.setattr(solvers, "solve", spy)
     began = time.perf_counter() - 7.0  # 7 of 10 s already spent
     got = certified_gap(inst, 10.0, began=began)
-    end = began + 10.0 - RESERVE
+    end = began + 10.0 - after_lanes(inst)
     stages = [(n, lim, at) for n, lim, at in calls if n in ("milp", "bound", "sa")]
     # the bound lane in its order (sa, beside it, if any time is left)
     assert [n for n, _, _ in stages if n != "sa"][:2] == ["milp", "bound"]
@@ -113,6 +113,36 @@ def test_gap_stages_get_only_the_time_left_of_the_budget(monkeypatch):
     got = certified_gap(inst, 10.0, began=time.perf_counter() - 10.0)  # nothing left
     assert [(n, lim) for n, lim, _ in calls if n in ("milp", "bound", "sa")] == [("bound", MIN_STAGE_S)]
     assert got.found_by.startswith("bound") and 0 < got.bound <= got.latency
+
+
+def test_what_follows_the_lanes_is_kept_at_the_pace_the_process_gets():
+    """The lanes end early enough for their results' validation and the report at the
+    share of a core measured so far: at a fifth of a core, five times the CPU time."""
+    from memplace.bench.certified_gap import MIN_PACE, after_lanes
+    small, large = load("synth-100@nnpi", problem="residency"), load("synth-1000@nnpi", problem="residency")
+    assert after_lanes(large) > after_lanes(small) > 0
+    assert after_lanes(large, 0.2) == pytest.approx(5 * after_lanes(large))
+    assert after_lanes(large, 3.0) == after_lanes(large)  # two threads' CPU: still one core
+    assert after_lanes(large, 0.0) == after_lanes(large, MIN_PACE)
+
+
+def test_a_slow_start_up_gives_the_lanes_less_time(monkeypatch):
+    import memplace.solvers as solvers
+    from memplace.bench.certified_gap import after_lanes, certified_gap
+    inst = load("synth-100@nnpi", problem="residency")
+    limits: dict[float, dict[str, float]] = {}
+    real = solvers.solve
+
+    def spy(instance, name, time_limit=None, **kwargs):
+        limits[pace][name] = time_limit
+        return real(instance, name, time_limit=time_limit, **kwargs)
+
+    monkeypatch.setattr(solvers, "solve", spy)
+    for pace in (1.0, 0.2):
+        limits[pace] = {}
+        began = time.perf_counter()
+        certified_gap(inst, 4.0, began=began, pace=pace)
+    assert limits[0.2]["sa"] < limits[1.0]["sa"] - 3 * after_lanes(inst)
 
 
 def test_gap_falls_back_to_the_closed_form_bounds_when_the_bound_run_proved_none(monkeypatch):
