@@ -50,7 +50,7 @@ def beam_search(game: ResidencyGame, width: int, rollout: str, incumbent: Incumb
                 ctx: SearchContext) -> tuple[ResidencyGame | None, dict]:
     """Search `game` from its reset state; returns the best terminal game reached (None
     when stopped before the end) and counts for the notes."""
-    complete = rollout_policy(rollout)
+    complete = rollout_policy(rollout, should_stop=ctx.should_stop)
     game.reset()
     first = complete(game)
     incumbent.count(first.evaluations)

@@ -84,7 +84,8 @@ class _Tree:
         self.reused = 0
 
     def complete(self, game: ResidencyGame, epsilon: float | None = None) -> Rollout:
-        done = msa_rollout(game, self.rng, self.epsilon if epsilon is None else epsilon)
+        done = msa_rollout(game, self.rng, self.epsilon if epsilon is None else epsilon,
+                           self.incumbent.ctx.should_stop)
         self.rollouts += 1
         self.incumbent.count(done.evaluations)
         self.incumbent.consider(done.game, done.latency)

@@ -22,8 +22,8 @@ with that order and those leads, so every decoded solution is valid by construct
 with msa's own chromosomes (XLA's order, lead 1.5, every homes) and their mutants; msa's
 solution (run through `solve()`) is offered first, so the result is never worse than it.
 
-DEAP provides the framework (`creator` fitness and individual classes, `base.Toolbox`,
-`tools.HallOfFame`); the operators draw from the solver's own `numpy.random.Generator`
+DEAP provides the framework (`creator` fitness and individual classes, `base.Toolbox`);
+the operators draw from the solver's own `numpy.random.Generator`
 (DEAP's stock operators use the global `random` module, which threads share): tournament
 selection, order crossover (OX) of the priority orders with uniform crossover of the
 leads, and mutation by moving a few buffers in the order, log-normal steps of the leads
@@ -36,7 +36,7 @@ import time
 from typing import Callable, Sequence
 
 import numpy as np
-from deap import base, creator, tools
+from deap import base, creator
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate
@@ -195,7 +195,6 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
     tb.register("mutate", mutate, rng=rng, moves=moves, lead_indpb=lead_indpb, lead_sigma=lead_sigma,
                 n_homes=len(dec.homes))
     tb.register("select", select, size=tournament, rng=rng)
-    fame = tools.HallOfFame(1, similar=lambda a, b: a is b)  # arrays inside: identity
 
     decoded = {"decoded": 0, "decode_s": 0.0}
 
@@ -203,7 +202,7 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
         fresh = [c for c in pop if not c.fitness.valid]
         began = time.perf_counter()
         for c in fresh:
-            if ctx.should_stop() and fame:
+            if ctx.should_stop():  # (msa's solution was offered first: never nothing)
                 c.fitness.values = (float("inf"),)
                 continue
             sol = dec.decode(c)
@@ -213,7 +212,6 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
             decoded["decoded"] += 1
         decoded["decode_s"] += time.perf_counter() - began
         ctx.count(len(fresh))
-        fame.update([c for c in pop if c.fitness.values[0] < float("inf")])
 
     pop = [dec.msa_chromosome(h) for h in range(len(dec.homes))][:population]
     n_seeds = len(pop)

@@ -38,14 +38,14 @@ from memplace.solvers.residency.machinery.allocation import assign_windows
 
 
 def _same_size(instance: Instance, tensors: np.ndarray) -> dict[int, np.ndarray]:
-    """Size -> the tensors among `tensors` of that size (sizes held by one tensor left out)."""
+    """Size -> the tensors among `tensors` of that size, in their order (sizes held by one
+    tensor left out). One sort, not a pass over `tensors` per size: that took 9 s at 10^5
+    ops, past a 10 s limit."""
     sizes = np.asarray(instance.size)[tensors]
-    groups = {}
-    for size in np.unique(sizes):
-        members = tensors[sizes == size]
-        if members.size > 1:
-            groups[int(size)] = members
-    return groups
+    values, inverse, counts = np.unique(sizes, return_inverse=True, return_counts=True)
+    members = np.split(tensors[np.argsort(inverse, kind="stable")], np.cumsum(counts)[:-1])
+    return {int(size): group for size, group, n in zip(values.tolist(), members, counts.tolist())
+            if n > 1}
 
 
 def descend(instance: Instance, start: ResidencySolution, rng: np.random.Generator,
@@ -65,7 +65,7 @@ def descend(instance: Instance, start: ResidencySolution, rng: np.random.Generat
     if tensors.size == 0 or L < 2:
         return best, 0
     groups = _same_size(i, tensors)
-    swappable = np.array([t for t in tensors if int(i.size[t]) in groups], np.int64)
+    swappable = tensors[np.isin(np.asarray(i.size)[tensors], list(groups))].astype(np.int64)
     addressed = np.asarray(i.addressed, bool)
     tries = 0
     while time.perf_counter() < deadline and (max_tries is None or tries < max_tries):

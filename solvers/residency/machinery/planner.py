@@ -63,9 +63,11 @@ class Rollout:
 
 
 def msa_rollout(game: ResidencyGame, rng: np.random.Generator | None = None,
-                epsilon: float = 0.0) -> Rollout:
+                epsilon: float = 0.0, should_stop: Callable[[], bool] = lambda: False) -> Rollout:
     """Complete a copy of `game` with msa's rule (module docstring); with probability
-    `epsilon` a buffer takes a uniformly random legal move instead (needs `rng`).
+    `epsilon` a buffer takes a uniformly random legal move instead (needs `rng`). Once
+    `should_stop()`, every buffer left stays home (a rollout is msa's whole allocation in
+    Python: 40 s at 10^5 ops, all of it past a 10 s limit).
 
     The latency is a full simulation of the completed game, so it is exact whatever the
     incremental simulator's rounding."""
@@ -74,6 +76,10 @@ def msa_rollout(game: ResidencyGame, rng: np.random.Generator | None = None,
     evaluations = 1
     moves: list[int] = []
     while not g.is_terminal():
+        if should_stop():
+            g.step(STAY)
+            moves.append(STAY)
+            continue
         actions = g.legal_actions()
         choice = STAY
         legal = g.legal()
@@ -107,19 +113,26 @@ def stay_rollout(game: ResidencyGame) -> Rollout:
     return Rollout(moves, g, g.latency(), 1)
 
 
-def rollout_policy(name: str, rng: np.random.Generator | None = None, epsilon: float = 0.0
+def rollout_policy(name: str, rng: np.random.Generator | None = None, epsilon: float = 0.0,
+                   should_stop: Callable[[], bool] = lambda: False
                    ) -> Callable[[ResidencyGame], Rollout]:
-    """The rollout of `ROLLOUTS` by name: `msa` (msa's rule) or `none` (stay home)."""
+    """The rollout of `ROLLOUTS` by name: `msa` (msa's rule, cut short at `should_stop`)
+    or `none` (stay home)."""
     if name == "none":
         return stay_rollout
-    return lambda game: msa_rollout(game, rng, epsilon)
+    return lambda game: msa_rollout(game, rng, epsilon, should_stop)
 
 
-def games(instance: Instance, homes: str) -> list[tuple[str, ResidencyGame]]:
-    """The games of `HOMES` to search, in turn."""
-    names = ("compiler", "slowest") if homes == "both" else (homes,)
+def game_homes(homes: str) -> tuple[str, ...]:
+    """The homes of the games of `HOMES` to search, in turn."""
+    return ("compiler", "slowest") if homes == "both" else (homes,)
+
+
+def new_game(instance: Instance, homes: str) -> ResidencyGame:
+    """The game over one homes' placement (setting it up books every home: 1.7-1.9 s of
+    CPU at 10^5 ops, so a game is set up only when its first search begins)."""
     solver = {"compiler": "compiler", "slowest": "all-slowest"}
-    return [(name, ResidencyGame(instance, *static_homes(instance, solver[name]))) for name in names]
+    return ResidencyGame(instance, *static_homes(instance, solver[homes]))
 
 
 class Incumbent:
@@ -169,12 +182,15 @@ def search_growing(ctx: SearchContext, incumbent: "Incumbent", homes: str, grow:
     of `homes`, offering every best game; while `grow` and time remain and some search was
     not exhaustive, double the budget and search again. The runs go into the notes."""
     rounds: list[tuple[dict, bool]] = []
-    played = games(ctx.instance, homes)
+    played: list[ResidencyGame] = []  # set up as each is first searched, never after the limit
+    names = game_homes(homes)
     while not ctx.should_stop():
-        for name, game in played:
+        for j, name in enumerate(names):
             if ctx.should_stop():
                 break
-            best, run, exhaustive = search(game, budget)
+            if j == len(played):
+                played.append(new_game(ctx.instance, name))
+            best, run, exhaustive = search(played[j], budget)
             run["homes"] = name
             if best is not None:
                 run["latency"] = best.latency()
