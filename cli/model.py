@@ -1,13 +1,15 @@
 """Commands on the model: evaluate, validate, perf, warmup."""
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 import click
 
 from memplace.cli.values import Seconds, count, microseconds
 from memplace.instances import load as load_instance
-from memplace.model import validate_solution_file, warmup
+from memplace.model import validate_solution_file
 
 
 @click.command("evaluate")
@@ -195,11 +197,85 @@ def _perf_residency(instance: str, changes: int, sa_seconds: float, ga_seconds: 
 
 
 @click.command("warmup")
-def warmup_command() -> None:
-    """Compile every Numba kernel once (cached on disk for later commands)."""
-    from memplace.model.core.numba_cache import cache_dir
-    seconds = warmup()
-    from memplace.solvers import registry, warm_solvers
-    solvers = warm_solvers()
-    click.echo(f"kernels ready in {seconds:.2f} s; solvers warmed: {', '.join(solvers) or 'none'} "
-               f"(of {len(registry())}); Numba cache: {cache_dir()}")
+@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="worker processes compiling at a time")
+@click.option("--profile", "top", type=click.IntRange(0, 1000), default=0, metavar="N",
+              help="also print each part's seconds and the N kernels that took longest to compile")
+def warmup_command(jobs: int, top: int) -> None:
+    """Compile every Numba kernel once, into the cache folder later commands load them from
+    (a run that finds its kernels missing compiles them before its clock starts)."""
+    from memplace.model.core.numba_cache import cache_dir, record_compile_seconds
+    from memplace.solvers.warm import PARTS, compile_estimate, missing_parts, warm_parts, with_callees
+    folder = cache_dir()
+    missing = missing_parts()
+    if not missing and not top:
+        click.echo(f"kernels: all {len(PARTS)} parts compiled already, in {folder}")
+        return
+    names = with_callees(missing or None)
+    jobs = min(jobs, len(names))
+    click.echo(f"kernels: compiling memplace's Numba kernels into {folder} ({len(names)} parts, "
+               f"{jobs} processes), once: ~{compile_estimate(names, jobs):.0f} s on {jobs} idle "
+               f"cores; later commands load them in seconds", err=True)
+    load = os.getloadavg()
+    began = time.perf_counter()
+    bar = _PartsBar(len(names))
+    reports = warm_parts(names, jobs=jobs, on_start=bar.started, on_done=bar.done)
+    bar.close()
+    wall = time.perf_counter() - began
+    cpu = sum(r.cpu_s for r in reports)
+    if missing:
+        record_compile_seconds(wall)
+    click.echo(f"kernels ready in {wall:.1f} s ({cpu:.1f} CPU s in {jobs} processes; load average "
+               f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}); Numba cache: {folder}")
+    if top:
+        _print_profile(reports, top)
+        from memplace.solvers.warm import compiled_twice
+        for kernel, parts in compiled_twice(reports).items():
+            click.echo(f"compiled by two parts at once: {kernel} ({', '.join(parts)})")
+
+
+class _PartsBar:
+    """A tqdm bar over the parts on a terminal; otherwise one line per part."""
+
+    def __init__(self, total: int):
+        self.running: list[str] = []
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, unit="part", file=sys.stderr, dynamic_ncols=True,
+                            bar_format="{desc}: {n_fmt}/{total_fmt} parts |{bar}| [{elapsed}{postfix}]")
+            self.bar.set_description_str("compiling")
+
+    def started(self, name: str) -> None:
+        self.running.append(name)
+        self._show()
+
+    def done(self, report) -> None:
+        self.running.remove(report.name)
+        if self.bar is None:
+            click.echo(f"  {report.name}: {report.wall_s:.1f} s ({report.cpu_s:.1f} CPU s)", err=True)
+            return
+        self.bar.update(1)
+        self._show()
+
+    def _show(self) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(", ".join(self.running), refresh=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _print_profile(reports, top: int) -> None:
+    """Each part's wall and CPU seconds, then the kernels that took longest (CPU seconds of
+    their own compile, the kernels they call excluded)."""
+    click.echo("part                  wall s   CPU s")
+    for r in reports:
+        click.echo(f"{r.name:<20} {r.wall_s:7.1f} {r.cpu_s:7.1f}")
+    kernels = sorted(((s, name, r.name) for r in reports for name, s in r.kernels.items()),
+                     reverse=True)
+    click.echo(f"kernel (the {min(top, len(kernels))} slowest of {len(kernels)} compiled)"
+               "                      CPU s  part")
+    for s, name, part in kernels[:top]:
+        click.echo(f"{name.removeprefix('memplace.'):<60} {s:6.1f}  {part}")

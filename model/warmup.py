@@ -31,12 +31,19 @@ def tiny_instance_dict() -> dict:
 
 def warmup() -> float:
     """Compile (or load from the disk cache) every kernel; return the seconds it took."""
+    began = time.perf_counter()
+    warm_static()
+    warm_residency()
+    return time.perf_counter() - began
+
+
+def warm_static() -> None:
+    """The static cost model's kernels and rectify's (which packs offsets)."""
     import numpy as np
 
-    from memplace.model.static import cost, rectification
     from memplace.model.instance import Instance
+    from memplace.model.static import cost, rectification
 
-    began = time.perf_counter()
     inst = Instance.from_dict(tiny_instance_dict())
     place = np.zeros(inst.n_tensors, np.int64)
     cost.latency(inst, place)
@@ -44,14 +51,18 @@ def warmup() -> float:
     cost.move_delta(inst, place, 0, 1)
     cost.capacity_ok(inst, place)
     rectification.rectify(inst, place)
-    _residency(inst, place)
-    return time.perf_counter() - began
 
 
-def _residency(inst, place: np.ndarray) -> None:
+def warm_residency() -> None:
     """The residency simulator's kernels: a full run, a batch, and a one-window change
     tried, kept, tried again and undone."""
+    import numpy as np
+
+    from memplace.model.instance import Instance
     from memplace.model.residency import Simulation, Window, simulate_batch
+
+    inst = Instance.from_dict(tiny_instance_dict())
+    place = np.zeros(inst.n_tensors, np.int64)
     window = Window(tensor=2, level=0, start=1, first=1, last=2, offset=0)
     simulate_batch(inst, place, [[], [window]])
     sim = Simulation(inst, place, [])

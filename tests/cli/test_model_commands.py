@@ -117,3 +117,11 @@ def test_solvers_list_documents_the_names_both_problems_share_and_the_baselines(
     out = _run("solvers", "list").output.split("names in both problems, one method family each:")[1]
     assert [line.split()[0] for line in out.strip().splitlines()[:-1]] == list(FAMILIES)
     assert out.strip().splitlines()[-1].endswith("residency: msa; static: compiler")
+
+
+def test_warmup_says_when_every_part_is_compiled_already(monkeypatch):
+    from memplace.solvers import warm
+    monkeypatch.setattr(warm, "missing_parts", lambda names=None: [])
+    result = _run("warmup")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"kernels: all {len(warm.PARTS)} parts compiled already, in ")
