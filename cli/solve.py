@@ -43,7 +43,8 @@ def solve_command(instance: str, solver_name: str, time_limit: float, seed: int,
     inst = load_instance(instance)
     if time.perf_counter() - began > LOAD_REPORT_S:  # e.g. synth-100000@nnpi, built by name
         click.echo(f"{inst.name}: loaded in {time.perf_counter() - began:.1f} s", err=True)
-    load_kernels([solver_name], prob.name)  # compiled (or loaded) before the clock starts
+    load_kernels([solver_name], prob.name,  # compiled (or loaded) before the clock starts
+                 announce=lambda line: click.echo(line, err=True))
     result = solve(inst, solver_name, time_limit=time_limit, seed=seed, problem=prob, **checked)
     slowest, baseline = (solve(inst, prob.baselines[role], time_limit=None, problem=prob).latency
                          for role in ("slowest", "baseline"))
