@@ -199,3 +199,44 @@ def test_two_weights_taking_turns_in_one_slot_beat_the_static_optimum():
         [(1, 0, 2), (0, 3, 4), (1, 5, 6), (0, 7, 8), (1, 9, 10)]
     assert found[0].latency == pytest.approx(7.5e-6)
     assert check(inst, 2.0, static_moves=0).latency <= 7.5e-6 * (1 + 1e-9)
+
+
+def three_weights(n: int = 3) -> Instance:
+    """n layers reading weights s, t, u (100 B each) in turn, an op of 0.5 µs of compute
+    after t's read and after u's. SRAM and LLC hold one weight each; a weight's read takes
+    0.1 µs from SRAM, 0.5 µs from LLC, 1 µs from DRAM (as does a copy from DRAM)."""
+    ops, reads = [], {"s": [], "t": [], "u": []}
+    for j in range(n):
+        for name, flops in (("s", 0.0), ("t", 500.0), ("u", 500.0)):
+            reads[name].append([len(ops), 100])
+            ops.append({"name": f"mm_{name}{j}", "type": "matmul", "flops": 1.0})
+            if flops:
+                ops.append({"name": f"op_{name}{j}", "type": "x", "flops": flops})
+    tensors = [{"name": name, "kind": "weight", "size": 100, "producer": None, "accesses": acc}
+               for name, acc in reads.items()]
+    return Instance.from_dict({
+        "format": "memplace-instance/1", "name": "shared3@test",
+        "workload": {"name": "shared3", "ops": ops, "tensors": tensors},
+        "hardware": {"name": "three", "compute_rate": 1e9,
+                     "levels": [{"name": "SRAM", "capacity": 100, "bandwidth": 1e9},
+                                {"name": "LLC", "capacity": 100, "bandwidth": 2e8},
+                                {"name": "DRAM", "capacity": None, "bandwidth": 1e8}]}})
+
+
+def test_a_pair_takes_turns_in_the_slot_of_a_faster_weight_that_moves_down():
+    # start: s in SRAM, t in LLC, u in DRAM, no windows: 3 x (0.1 + 0.5 + 0.5 + 1 + 0.5) =
+    # 7.8 µs. t and u taking turns in LLC (s stays): 9.5 µs. s moved down to LLC and t and
+    # u taking turns in SRAM: the copies run during s's read and the 0.5 µs ops, waiting
+    # 0.5 µs before each of the first two reads and before each read of u after: 2.7 + 2.2
+    # + 2.2 = 7.1 µs
+    inst = three_weights()
+    start = ResidencySolution(inst.name, np.array([0, 1, 2]), None, ())
+    start.latency = simulate(inst, start)
+    assert start.latency == pytest.approx(7.8e-6)
+    found = {tuple(int(h) for h in c.placement): c for c in rotations(inst, start)}
+    moved = found[(1, 2, 2)]
+    assert validate(inst, moved).valid
+    assert {w.level for w in moved.windows} == {0} and {w.tensor for w in moved.windows} == {1, 2}
+    assert moved.latency == pytest.approx(7.1e-6)
+    assert found[(0, 2, 2)].latency == pytest.approx(9.5e-6)  # the pair in t's own slot
+    assert check(inst, 2.0, static_moves=0, milp_share=0.0).latency <= 7.1e-6 * (1 + 1e-9)
