@@ -45,6 +45,7 @@ FROZEN: dict[str, str] = {
     "memplace-lib/2": "f57d2a62be033bf979656676314aebb2dadd46b8a5bf95ca14d69be28d534239",
     "memplace-lib/3": "02b8301ac99e5a2c50d15ce0ae02725c5ab4c20bca141df72d2fd1744b82e365",
     "memplace-lib/4": "a68dbadacc6c5ac59b03f81537ba37a85230ca7588f3464934b6b128714de83f",
+    "memplace-lib/5": "49ba42207ca0e239a8ca18a0a2df4443c6d9cf8fda30a5403dd582c8dc8f2d02",
 }
 # `memplace-lib/N[:split]`, or `memplace-lib[:split]` for the newest version in the package
 SPEC = re.compile(r"memplace-lib(?:/([0-9]+))?(?::(train|test|all))?")
