@@ -21,8 +21,8 @@ are kept. The result is rarely better at once (copies of other tensors queued be
 slot's on the same channel now wait), so the searches anneal from the best candidate.
 
 The slot may also be in a level faster than `t`'s home, taken from a third weight `s` of
-the same size homed there, which moves down to the home `t` leaves (`s`'s reads get
-slower, the turns' reads faster). Where the copies, not the ops, set the pace (the turns
+the same size homed there (per level, the one read least), which moves down to the home
+`t` leaves (`s`'s reads get slower, the turns' reads faster). Where the copies, not the ops, set the pace (the turns
 wait for the slow channel in every layer), `s`'s slower reads cost nothing while the
 turns' faster reads shorten the critical path: on albert-base@nnpi (memplace-lib/4's best,
 929.651 µs), the attention weight homed in SRAM moves to LLC and the first attention
