@@ -112,13 +112,27 @@ def sweep(names: list[str], limit: float, problems: tuple[str, ...] = ("static",
     return out
 
 
+def record_rows(records: list[dict]) -> list[LimitRow]:
+    """The runs of a runs file (a plan run by `memplace bench`) as rows: each run's recorded
+    `wall_s` (its `solve()` call until the result was validated) against its time limit; a
+    run that failed ("timeout", "killed", "error") does not hold, whatever its time."""
+    rows = []
+    for r in records:
+        error = "" if r["status"] in ("optimal", "feasible") else f"{r['status']}: {r.get('error') or ''}"
+        wall = float(r["wall_s"])
+        rows.append(LimitRow(r.get("problem") or "static", r["solver"], r["instance"], 0,
+                             float(r["time_limit"]), wall, wall,
+                             bool((r.get("notes") or {}).get("hard_stop")), error[:200]))
+    return rows
+
+
 def table(rows: list[LimitRow]) -> str:
     """The rows as a Markdown table, runs past the margin first."""
     head = ("| problem | solver | program | ops | limit s | returned s | thread ended s | over s | "
             "hard stop | holds |\n|---|---|---|---:|---:|---:|---:|---:|---|---|\n")
     ordered = sorted(rows, key=lambda r: (r.holds, -r.over_s))
     body = "".join(
-        f"| {r.problem} | {r.solver} | {r.instance} | {r.n_ops:,} | {r.limit:g} | {r.returned_s:.2f} | "
+        f"| {r.problem} | {r.solver} | {r.instance} | {f'{r.n_ops:,}' if r.n_ops else '-'} | {r.limit:g} | {r.returned_s:.2f} | "
         f"{r.ended_s:.2f} | {r.over_s:+.2f} | {'yes' if r.hard_stop else ''} | "
         f"{'yes' if r.holds else 'NO ' + r.error}".rstrip() + " |\n" for r in ordered)
     held = sum(r.holds for r in rows)

@@ -24,20 +24,23 @@ PROGRAMS = "synth-1000@nnpi,synth-10000@nnpi,zoo/tinyllama-prefill@nnpi"
                    "program and the kernels count, 5-15 s on a loaded machine)")
 @click.option("--gap/--no-gap", default=True, show_default=True,
               help="also run `memplace gap` on each program, as a command")
+@click.option("--runs", "runs_file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="check a runs file instead (a plan run by `memplace bench`): each run's "
+                   "recorded wall time against its time limit; nothing is run")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="write table.md and rows.json into this folder")
 def limits_command(programs: str, time_limit: float, problems: tuple[str, ...],
                    solvers: tuple[str, ...], gap_time_limit: float, gap: bool,
-                   out: str | None) -> None:
+                   runs_file: str | None, out: str | None) -> None:
     """Run every built-in solver on each program at --time-limit (and `memplace gap` at
     --gap-time-limit) and print each run's wall time against its limit: until solve()
-    returned and until the solver's thread ended. Exit status 1 if a run overran its
-    limit by more than 5 s."""
+    returned and until the solver's thread ended. With --runs, the runs of a plan instead.
+    Exit status 1 if a run overran its limit by more than 5 s."""
     import os
 
-    from memplace.bench.limits import as_dicts, sweep, table
+    from memplace.bench.limits import as_dicts, record_rows, sweep, table
     names = [n.strip() for n in programs.split(",") if n.strip()]
-    if not names:
+    if not names and not runs_file:
         raise click.BadParameter("give at least one program", param_hint="--programs")
 
     def progress(row) -> None:
@@ -45,8 +48,12 @@ def limits_command(programs: str, time_limit: float, problems: tuple[str, ...],
                    f"{row.returned_s:7.2f} s / {row.ended_s:7.2f} s (limit {row.limit:g})"
                    + ("" if row.holds else f"  OVER {row.error}"), err=True)
 
-    rows = sweep(names, time_limit, problems or ("static", "residency"), list(solvers) or None,
-                 gap_time_limit if gap else None, progress)
+    if runs_file:
+        from memplace.bench.store import read_runs
+        rows = record_rows(read_runs(runs_file))
+    else:
+        rows = sweep(names, time_limit, problems or ("static", "residency"), list(solvers) or None,
+                     gap_time_limit if gap else None, progress)
     text = table(rows)
     click.echo(text)
     if out:
@@ -58,6 +65,8 @@ def limits_command(programs: str, time_limit: float, problems: tuple[str, ...],
                    + "".join(f" --solver {s}" for s in solvers)
                    + (f" --gap-time-limit {gap_time_limit:g}" if gap else " --no-gap")
                    + f" --out {out}")
+        if runs_file:
+            command = f"memplace limits --runs {runs_file} --out {out}"
         (folder / "table.md").write_text(f"Written by `{command}`, load average {load:.1f} at the end.\n\n"
                                          + text)
         (folder / "rows.json").write_text(json.dumps({"command": command, "load": load,

@@ -51,3 +51,37 @@ def test_a_run_holds_only_within_the_margin_and_without_error():
     lines = [line for line in text.splitlines() if line.startswith("| residency")]
     assert "+20.00" in lines[0] and "NO" in lines[0]  # the overrun first
     assert "1 of 2 runs" in text
+
+
+def test_a_plans_runs_are_judged_by_their_recorded_wall_time(tmp_path):
+    """`memplace limits --runs`: each record's wall_s against its time limit; a failed run
+    does not hold, however quick."""
+    from memplace.bench.limits import record_rows
+
+    def record(solver: str, wall: float, status: str = "feasible") -> dict:
+        return {"problem": "residency", "solver": solver, "instance": "p", "time_limit": 10.0,
+                "wall_s": wall, "status": status, "notes": {"hard_stop": wall > 10.25},
+                "error": None if status == "feasible" else "worker killed by SIGKILL"}
+
+    records = [record("sa", 10.1), record("ga", 16.0), record("beam", 3.0, "killed")]
+    rows = record_rows(records)
+    assert [(r.solver, r.holds, r.hard_stop) for r in rows] == [
+        ("sa", True, False), ("ga", False, True), ("beam", False, False)]
+    assert rows[1].over_s == pytest.approx(6.0) and "killed" in rows[2].error
+
+
+
+def test_limits_reads_a_committed_plans_runs(tmp_path):
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from memplace.bench.store import read_runs
+    from memplace.cli import main
+    runs = Path(__file__).resolve().parents[2] / "results" / "quick" / "runs.jsonl"
+    out = tmp_path / "quick"
+    result = CliRunner().invoke(main, ["limits", "--runs", str(runs), "--out", str(out)])
+    n = len(read_runs(runs))
+    assert f"{n} of {n} runs within" in result.output and result.exit_code == 0, result.output
+    table = (out / "table.md").read_text(encoding="utf-8")
+    assert table.startswith(f"Written by `memplace limits --runs {runs} --out {out}`")
