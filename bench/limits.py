@@ -54,6 +54,7 @@ def timed_solve(inst, solver: str, problem: str, limit: float, seed: int = 0, **
     """Run one solver through `solve()` (with `params`) and time its return and its
     thread's end (the threads it started, waited for up to `THREAD_WAIT_S`)."""
     from memplace.solvers import solve
+    inst.forget_derived()  # what an earlier run derived (the closed-form bounds) is not given
     before = set(threading.enumerate())
     began = time.perf_counter()
     error, hard = "", False

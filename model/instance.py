@@ -128,6 +128,11 @@ class Instance:
             self._derived[key] = build(self)
         return self._derived[key]
 
+    def forget_derived(self) -> None:
+        """Drop what `derived` kept, so that a benchmark timing one solver after another
+        on one loaded instance gives each the instance as loaded."""
+        self._derived.clear()
+
     def fingerprint(self) -> str:
         """sha256 of the canonical instance file (`dumps`, UTF-8): the bytes of the
         committed file for a built-in instance, whatever the file's layout for others."""

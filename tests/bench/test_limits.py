@@ -85,3 +85,14 @@ def test_limits_reads_a_committed_plans_runs(tmp_path):
     assert f"{n} of {n} runs within" in result.output and result.exit_code == 0, result.output
     table = (out / "table.md").read_text(encoding="utf-8")
     assert table.startswith(f"Written by `memplace limits --runs {runs} --out {out}`")
+
+
+def test_each_timed_run_starts_from_the_instance_as_loaded():
+    """What one run derived (msa's closed-form bounds: 0.5 s of CPU at 10^5 ops) is not
+    handed to the next run of the sweep."""
+    inst = Instance.from_dict(tiny_instance_dict())
+    built = []
+    inst.derived("test.count", built.append)
+    timed_solve(inst, "compiler", "static", 1.0)
+    inst.derived("test.count", built.append)
+    assert len(built) == 2
