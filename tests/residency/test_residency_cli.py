@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from memplace.cli import main
@@ -61,6 +62,7 @@ def test_a_static_solution_still_validates(tmp_path):
     assert _run("validate", inst_path, out).exit_code == 0
 
 
+@pytest.mark.slow  # compiles perf-only kernels (_repeat, _changes) and a C loop: 204 s cold at load 7, 0.3 s warm
 def test_perf_residency_prints_the_simulator_figures():
     result = _run("perf", "resnet50@nnpi", "--problem", "residency", "--changes", "50")
     assert result.exit_code == 0, result.output
