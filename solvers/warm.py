@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -70,8 +69,9 @@ _HERE = __name__
 # (docs/residency-scale.md, "Cold start"): the estimates printed before a compile
 PARTS: dict[str, Part] = {p.name: p for p in (
     Part("static cost model", f"{_HERE}:_warm_static", (),
-         ("memplace.model.static.kernels:latency_kernel",
-          "memplace.model.static.rectification:repair_latency_batch_kernel"), 17.0),
+         # (the rectify kernel is not a marker: _warm_static never calls it, so it stayed
+         # "missing" after every warmup and each run compiled this part again)
+         ("memplace.model.static.kernels:latency_kernel",), 17.0),
     Part("residency simulator", f"{_HERE}:_warm_residency", (),
          ("memplace.model.residency.kernels:try_change_kernel",
           "memplace.model.residency.kernels:batch_kernel"), 16.0),
@@ -224,7 +224,13 @@ def warm_parts(names: list[str] | None = None, jobs: int = 2,
             finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for future in finished:
                 name = running.pop(future)
-                reports.append(future.result())
+                try:
+                    reports.append(future.result())
+                except cf.process.BrokenProcessPool:
+                    # a worker died (seen: "munmap_chunk(): invalid pointer" in a spawned
+                    # worker): compile what is left here, one part after another
+                    return reports + warm_parts([n for n in order if n not in done], jobs=1,
+                                                on_start=on_start, on_done=on_done)
                 done.add(name)
                 if on_done:
                     on_done(reports[-1])
@@ -283,7 +289,7 @@ def load_kernels(solvers: list[str], problem: str = DEFAULT_PROBLEM,
                  announce: Callable[[str], None] | None = None) -> float:
     """Load the compiled kernels of the model and of the built-in `solvers` from the disk
     cache now, so that a run's clock and trace measure the search, not the loading. Parts
-    not compiled yet are compiled first (in two processes when several are missing), and
+    not compiled yet are compiled first (in this process: `memplace warmup` uses two), and
     `announce` is told so once, with about how long it takes. A residency solver starts
     from the static solvers of `RESIDENCY_STARTS`, so for it those are loaded (not every
     static solver: on a cold cache the others' compile took minutes of a `memplace gap`
@@ -291,12 +297,10 @@ def load_kernels(solvers: list[str], problem: str = DEFAULT_PROBLEM,
     began = time.perf_counter()
     parts = needed_parts(solvers, problem)
     missing = missing_parts(parts)
-    jobs = min(2, os.cpu_count() or 1, len(missing))
+    jobs = 1  # in this process: a run's compile must not depend on worker processes
     if missing and announce is not None:
         announce(f"compiling kernels once, ~{compile_estimate(missing, jobs):.0f} s "
                  f"({', '.join(missing)}); `memplace warmup` does it ahead")
-    if jobs > 1:
-        warm_parts(missing, jobs=jobs)
     _warm_static()
     _warm_residency()
     builtin = builtin_solvers()  # the static problem's

@@ -76,3 +76,29 @@ def test_a_run_says_once_that_it_compiles_and_about_how_long(monkeypatch):
     monkeypatch.setattr(warm, "missing_parts", lambda names=None: [])
     warm.load_kernels(["msa"], "residency", announce=said.append)
     assert len(said) == 1
+
+
+def test_a_worker_that_dies_leaves_its_parts_to_this_process(monkeypatch):
+    """A pool whose worker died (BrokenProcessPool) does not fail the warmup: the parts not
+    done yet compile here, each reported once."""
+    import concurrent.futures as cf
+
+    class DeadPool:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, *args):
+            future = cf.Future()
+            future.set_exception(cf.process.BrokenProcessPool("worker died"))
+            return future
+
+    monkeypatch.setattr(cf, "ProcessPoolExecutor", DeadPool)
+    monkeypatch.setattr(warm, "warm_part", lambda name: PartReport(name, 1.0, 1.0))
+    reports = warm.warm_parts(["static cost model", "residency simulator"], jobs=2)
+    assert sorted(r.name for r in reports) == ["residency simulator", "static cost model"]
