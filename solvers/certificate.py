@@ -65,6 +65,16 @@
   a branch makes a window hold its whole size from then on, which the LP spreads.
   On request only, as the delivery tree.
 
+- The delivery relaxation with capacity cover cuts, and a tree over its homes (model
+  `residency-delivery-cover-tree`, `residency/machinery/cover_cuts.py`, where the argument
+  is): rows saying that at every step at most r of a set S of tensors (and of S and any
+  one tensor of a list U) occupy the levels other than the last, where no r + 1 of them
+  can be placed in those levels' capacities at once. The certificate stores the families
+  (S, r, U) beside the tree; the check re-derives each family's validity from the
+  instance's sizes and capacities (`cover_cuts.family_holds`: a placement arithmetic, no
+  solver), rebuilds the delivery relaxation with their rows and walks the tree as for
+  `residency-delivery-tree`. On request only.
+
 All are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
 """
@@ -88,12 +98,14 @@ CAPPED_MODEL = "residency-relaxation-capped"
 DELIVERY_MODEL = "residency-delivery"
 TREE_MODEL = "residency-delivery-tree"
 START_TREE_MODEL = "residency-relaxation-tree"
+COVER_TREE_MODEL = "residency-delivery-cover-tree"
 LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL,
-             TREE_MODEL, START_TREE_MODEL)
+             TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL)
 # models whose certificate stores the ceiling (a valid latency) their columns are capped by
-CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL, START_TREE_MODEL)
+CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL, START_TREE_MODEL,
+                  COVER_TREE_MODEL)
 # models solved only when asked for by name (`improve --lp-model`), per problem
-ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL)}
+ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL)}
 # a tree is kept only when it proves this much (relative) above its root LP
 TREE_MIN_GAIN = 0.002
 TREE_MAX_LEAVES = 400
@@ -279,6 +291,48 @@ def _start_tree_dual(instance: Instance, time_limit: float | None,
     return cert
 
 
+def _cover_branching(instance: Instance, model: Any, fams: list[Any]
+                     ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """`_home_branching`, with first, per cover family, the homes of its tensors in the
+    levels other than the last (their sum is an integer at every valid solution's point)."""
+    branchable, groups, priority = _home_branching(instance, model)
+    first = []
+    for fam in fams:
+        cols = model.homes[list(fam.tensors), :instance.n_levels - 1].ravel()
+        if (cols >= 0).sum() >= 2:
+            first.append(cols[cols >= 0])
+    return branchable, first + groups, priority
+
+
+def _cover_tree_dual(instance: Instance, time_limit: float | None,
+                     ceiling: float | None) -> dict[str, Any] | None:
+    """A tree over the delivery relaxation with the cover families of `cover_cuts.families`
+    (a root alone when it closes or time runs out)."""
+    import time
+    from memplace.solvers import lp_tree
+    from memplace.solvers.residency.machinery import cover_cuts
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+        return None
+    began = time.perf_counter()
+    limit = 600.0 if time_limit is None else time_limit
+    fams = cover_cuts.families(instance)
+    if not fams:
+        return None
+    try:
+        model = cover_cuts.cover_lp(instance, ceiling, fams, began + limit)
+    except TimeoutError:
+        return None
+    branchable, groups, priority = _cover_branching(instance, model, fams)
+    left = max(1.0, began + limit - time.perf_counter())
+    grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left, TREE_MAX_LEAVES,
+                         groups, priority, model.scale)
+    cert = {"kind": "lp-dual", "model": COVER_TREE_MODEL, "ceiling": float(ceiling),
+            "rows": int(model.lp.rlo.size), "families": [f.to_json() for f in fams],
+            "leaves": grown.leaves, "tree": grown.tree}
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+
+
 def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
             ceiling: float | None = None) -> dict[str, Any] | None:
     """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
@@ -294,6 +348,8 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
         return _tree_dual(instance, time_limit, ceiling)
     if model == START_TREE_MODEL:
         return _start_tree_dual(instance, time_limit, ceiling)
+    if model == COVER_TREE_MODEL:
+        return _cover_tree_dual(instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -342,6 +398,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_tree(instance, certificate, valid_latency)
     if certificate.get("model") == START_TREE_MODEL:
         return _check_start_tree(instance, certificate, valid_latency)
+    if certificate.get("model") == COVER_TREE_MODEL:
+        return _check_cover_tree(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -446,3 +504,22 @@ def _check_start_tree(instance: Instance, certificate: dict[str, Any],
         return -math.inf
     return _margined(start_tree.check(instance, ceiling, int(certificate.get("rows", -1)),
                                       certificate.get("tree")))
+
+
+def _check_cover_tree(instance: Instance, certificate: dict[str, Any],
+                      valid_latency: float | None) -> float:
+    from memplace.solvers import lp_tree
+    from memplace.solvers.residency.machinery import cover_cuts
+    ceiling = _ceiling(certificate, valid_latency)
+    stored = certificate.get("families")
+    if ceiling is None or not isinstance(stored, list) or not stored:
+        return -math.inf
+    fams = [cover_cuts.family_holds(instance, f) for f in stored]
+    if any(f is None for f in fams):
+        return -math.inf
+    model = cover_cuts.cover_lp(instance, ceiling, fams)
+    if int(certificate.get("rows", -1)) != model.lp.rlo.size or not isinstance(certificate.get("tree"), dict):
+        return -math.inf
+    branchable, _, _ = _home_branching(instance, model)
+    bound = min(lp_tree.check_tree(model.lp, certificate["tree"], branchable) * model.scale, ceiling)
+    return _margined(bound)

@@ -141,6 +141,7 @@ class DeliveryModel:
     homes: np.ndarray  # (T, L) column of y[t, l], -1 where not built (t does not fit l, or
     #                    has no access in the block)
     stats: dict = field(default_factory=dict)
+    resident: dict = field(default_factory=dict)  # `_Builder.resident`
 
 
 class _Builder:
@@ -169,11 +170,15 @@ class _Builder:
         self.copies: list[list[tuple[int, float, int, int]]] = [[] for _ in range(L)]  # local steps
         self.due: dict[tuple[int, int], list[list[tuple[int, float]]]] = {}  # (h, l) -> per step
         self.homes = np.full((inst.n_tensors, L), -1, np.int64)
+        # (t, step) -> the w and c columns of t's windows over a home in the last level that
+        # occupy that step (`cover_cuts.py` counts them; the LP does not use this)
+        self.resident: dict[tuple[int, int], list[int]] = {}
 
     def tensor(self, t: int) -> None:
         """Tensor t's columns and rows: a home, the level serving each access in the block,
         the copies that deliver its windows and the eviction of a defining one."""
         inst, b, L, lo = self.inst, self.b, self.inst.n_levels, self.lo
+        self._t = t
         acc = inst.tensor_access[inst.tensor_ptr[t]:inst.tensor_ptr[t + 1]]
         ops_all = inst.access_op[acc]
         inside = (ops_all >= lo) & (ops_all < self.hi)
@@ -219,6 +224,8 @@ class _Builder:
                 w_of[l, h] = col
                 served.append((col, 1.0))
                 self.occupancy[l][k].append((col, size))
+                if h == len(y) - 1:
+                    self.resident.setdefault((self._t, k + self.lo), []).append(col)
                 if nbytes:
                     self.memory[k].append((col, nbytes / inst.bandwidth[l] / self.scale - t_h))
                     self.busy[h][k].append((col, -t_h))
@@ -242,6 +249,8 @@ class _Builder:
                     kept[i][l, h] = c
                     for j in range(ops[i - 1] + 1, ops[i]):
                         self.occupancy[l][j].append((c, size))
+                        if h == inst.n_levels - 1:
+                            self.resident.setdefault((self._t, j + lo), []).append(c)
                 elif i == 0 and carried:  # a window from before the block: no copy here
                     c = b.col()
                     b.row([(c, 1.0), (win, -1.0)], hi=0.0)
@@ -396,7 +405,7 @@ def formulate(inst: Instance, ceiling: float, deadline: float = INF,
     b = m.b
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
              "capacity_rows": n_cap, "span_rows": spans, "delivery_pairs": len(m.due)}
-    return DeliveryModel(inst, scale, b.arrays(), m.homes, stats)
+    return DeliveryModel(inst, scale, b.arrays(), m.homes, stats, m.resident)
 
 
 def dual_bound(model: DeliveryModel, row_dual: np.ndarray) -> float:
