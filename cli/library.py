@@ -109,12 +109,14 @@ def verify_command(version: str) -> None:
               type=click.Choice(["static-milp", "residency-relaxation", "residency-access",
                                  "residency-delivery", "residency-relaxation-capped",
                                  "residency-delivery-tree", "residency-relaxation-tree",
-                                 "residency-delivery-cover-tree"]),
+                                 "residency-delivery-cover-tree", "residency-rotation"]),
               help="LP models the refresh solves (repeatable; default: each problem's; "
                    "residency-delivery-tree, residency-relaxation-tree and "
                    "residency-delivery-cover-tree, branch-and-bound trees over the delivery "
                    "relaxation, over the relaxation with start binaries and over the delivery "
-                   "relaxation with capacity cover cuts, only when named, with --time-limit)")
+                   "relaxation with capacity cover cuts, and residency-rotation, the rotation "
+                   "bound of weights the fast levels cannot all hold, only when named, with "
+                   "--time-limit)")
 @click.option("--from-best", is_flag=True,
               help="solvers that take a start solution (residency multistart) start from the "
                    "entry's best known as well; its sha256 is in the provenance")
@@ -152,7 +154,8 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
 @click.option("--lp-model", "lp_models", multiple=True,
               type=click.Choice(["residency-relaxation", "residency-access", "residency-delivery",
                                  "residency-relaxation-capped", "residency-delivery-tree",
-                                 "residency-relaxation-tree", "residency-delivery-cover-tree"]),
+                                 "residency-relaxation-tree", "residency-delivery-cover-tree",
+                                 "residency-rotation"]),
               help="LP models to solve (repeatable; default: those whose ceiling is the best "
                    "known, residency-access, residency-relaxation-capped and residency-delivery)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,

@@ -75,6 +75,15 @@
   solver), rebuilds the delivery relaxation with their rows and walks the tree as for
   `residency-delivery-tree`. On request only.
 
+- The rotation bound (model `residency-rotation`, `residency/machinery/rotation_bound.py`,
+  where the argument is): not an LP. A cover family of weights of which at most |S| - 1
+  fit the fast levels at once forces one of them out at every step, and each change of
+  the one left out is a copy that must arrive before the weight's next read; a dynamic
+  program over the steps takes the least time any such sequence of turns costs. It is
+  recorded as an `lp-dual` bound under this model name (the library's path for
+  certificate models); the certificate is the family, and the check re-derives it
+  (`cover_cuts.family_holds`) and runs the dynamic program again. On request only.
+
 All are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
 """
@@ -99,13 +108,14 @@ DELIVERY_MODEL = "residency-delivery"
 TREE_MODEL = "residency-delivery-tree"
 START_TREE_MODEL = "residency-relaxation-tree"
 COVER_TREE_MODEL = "residency-delivery-cover-tree"
+ROTATION_MODEL = "residency-rotation"
 LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL,
-             TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL)
+             TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL)
 # models whose certificate stores the ceiling (a valid latency) their columns are capped by
 CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL, START_TREE_MODEL,
                   COVER_TREE_MODEL)
 # models solved only when asked for by name (`improve --lp-model`), per problem
-ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL)}
+ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL)}
 # a tree is kept only when it proves this much (relative) above its root LP
 TREE_MIN_GAIN = 0.002
 TREE_MAX_LEAVES = 400
@@ -333,6 +343,17 @@ def _cover_tree_dual(instance: Instance, time_limit: float | None,
     return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
 
 
+def _rotation(instance: Instance) -> dict[str, Any] | None:
+    """The rotation bound's certificate: its family (the best of `rotation_bound.families`)."""
+    from memplace.solvers.residency.machinery import rotation_bound
+    value, family = rotation_bound.best(instance)
+    if family is None:
+        return None
+    cert = {"kind": "lp-dual", "model": ROTATION_MODEL, "families": [family.to_json()]}
+    cert["bound"] = check_lp_dual(instance, cert)
+    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+
+
 def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
             ceiling: float | None = None) -> dict[str, Any] | None:
     """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
@@ -350,6 +371,8 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
         return _start_tree_dual(instance, time_limit, ceiling)
     if model == COVER_TREE_MODEL:
         return _cover_tree_dual(instance, time_limit, ceiling)
+    if model == ROTATION_MODEL:
+        return _rotation(instance)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -400,6 +423,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_start_tree(instance, certificate, valid_latency)
     if certificate.get("model") == COVER_TREE_MODEL:
         return _check_cover_tree(instance, certificate, valid_latency)
+    if certificate.get("model") == ROTATION_MODEL:
+        return _check_rotation(instance, certificate)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -523,3 +548,14 @@ def _check_cover_tree(instance: Instance, certificate: dict[str, Any],
     branchable, _, _ = _home_branching(instance, model)
     bound = min(lp_tree.check_tree(model.lp, certificate["tree"], branchable) * model.scale, ceiling)
     return _margined(bound)
+
+
+def _check_rotation(instance: Instance, certificate: dict[str, Any]) -> float:
+    from memplace.solvers.residency.machinery import cover_cuts, rotation_bound
+    stored = certificate.get("families")
+    if not isinstance(stored, list) or len(stored) != 1:
+        return -math.inf
+    family = cover_cuts.family_holds(instance, stored[0])
+    if family is None or family.others or not rotation_bound.eligible(instance, family):
+        return -math.inf
+    return _margined(rotation_bound.bound(instance, family))

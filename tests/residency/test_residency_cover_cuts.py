@@ -1,10 +1,12 @@
 """Capacity cover cuts on the delivery relaxation (`cover_cuts.py`, model
-residency-delivery-cover-tree): `packs` decides placements as an enumeration of every
-assignment does; on random tiny instances the delivery relaxation with every valid family
-(every set of tensors that the fast levels cannot all hold, with every valid extra tensor)
-and a tree grown over it prove at most the optimum found by exhaustive search; and a
-certificate whose family claims too much, names a tensor twice or whose tree is changed
-proves nothing or less, so `verify` rejects it."""
+residency-delivery-cover-tree) and the rotation bound (`rotation_bound.py`, model
+residency-rotation): `packs` decides placements as an enumeration of every assignment
+does; on random tiny instances the delivery relaxation with every valid family (every set
+of tensors that the fast levels cannot all hold, with every valid extra tensor) and a tree
+grown over it, and the rotation bound of every set of weights that does not fit, prove at
+most the optimum found by exhaustive search; and a certificate whose family claims too
+much, names a tensor twice or whose tree is changed proves nothing or less, so `verify`
+rejects it."""
 from __future__ import annotations
 
 import copy
@@ -18,10 +20,10 @@ from hypothesis import strategies as st
 
 from memplace.bench.library.check import holds
 from memplace.model import Instance
-from memplace.solvers import lp_tree
-from memplace.solvers.certificate import (COVER_TREE_MODEL, _cover_branching, check_lp_dual, lp_dual,
-                                          lp_models)
-from memplace.solvers.residency.machinery import cover_cuts, delivery_bound
+from memplace.solvers import lp_tree, solve
+from memplace.solvers.certificate import (COVER_TREE_MODEL, ROTATION_MODEL, _cover_branching,
+                                          check_lp_dual, lp_dual, lp_models)
+from memplace.solvers.residency.machinery import cover_cuts, delivery_bound, rotation_bound
 from residency_exhaustive import exhaustive_optimum, tiny_case
 
 
@@ -140,3 +142,83 @@ def test_a_cover_certificate_rechecks_and_a_tampered_one_proves_nothing_or_less(
         else:
             node["value"] = [0.0] * len(node["value"])
     assert not holds(bound, check_lp_dual(inst, zeroed, valid_latency=best))
+
+
+def _rotating(seed: int) -> Instance:
+    """A tiny instance whose weights the fast level cannot all hold: two or three weights
+    (each fits alone) read at one to three of 3-4 ops, at most one activation, copies on
+    the slow level's channel from slow to faster than its reads."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(3, 5)), int(rng.integers(2, 4))
+    sizes = [int(x) for x in rng.integers(20, 60, k)]
+    cap = int(sum(sizes) - min(sizes) + rng.integers(0, min(sizes)))
+    tensors = []
+    for t, size in enumerate(sizes):
+        steps = sorted(int(x) for x in rng.choice(n, size=int(rng.integers(1, 4)), replace=False))
+        tensors.append({"name": f"w{t}", "kind": "weight", "size": size, "producer": None,
+                        "accesses": [[s, int(size * rng.choice([1, 1, 2]))] for s in steps]})
+    if k == 2:
+        p = int(rng.integers(0, n - 1))
+        tensors.append({"name": "a", "kind": "activation", "size": int(rng.integers(5, 40)), "producer": p,
+                        "accesses": [[p, 10], [int(rng.integers(p + 1, n)), 10]]})
+    ops = [{"name": f"op{j}", "type": "x", "flops": float(rng.choice([0.0, rng.uniform(0, 200)]))} for j in range(n)]
+    slow = {"name": "slow", "capacity": None, "bandwidth": float(rng.choice([1e7, 3e7, 1e8])),
+            "copy_bandwidth": float(rng.choice([3e6, 1e7, 3e7, 1e8, 3e8]))}
+    data = {"format": "memplace-instance/1", "name": f"rotating-{seed}",
+            "workload": {"name": "rotating", "ops": ops, "tensors": tensors},
+            "hardware": {"name": "two", "compute_rate": 1e9, "levels": [
+                {"name": "fast", "capacity": cap, "bandwidth": 1e9}, slow]}}
+    return Instance.from_dict(data)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_the_rotation_bound_of_every_eligible_family_is_at_most_the_exhaustive_optimum(seed):
+    inst = _rotating(seed)
+    best = exhaustive_optimum(inst)
+    weights = [t for t in range(inst.n_tensors) if inst.is_weight[t]]
+    bins = cover_cuts.fast_capacities(inst)
+    checked = 0
+    for m in range(2, len(weights) + 1):
+        for S in itertools.combinations(weights, m):
+            if cover_cuts.packs([int(inst.size[t]) for t in S], bins) is not False:
+                continue
+            fam = cover_cuts.Family(S, m - 1)
+            assert rotation_bound.eligible(inst, fam) and cover_cuts.family_holds(inst, fam.to_json()) == fam
+            assert rotation_bound.bound(inst, fam) <= best * (1 + 1e-9)
+            checked += 1
+    assert checked >= 1
+
+
+def _turns() -> Instance:
+    """Three 60-byte weights read in turn over 12 ops of 2 µs, a fast level holding two:
+    each turn is a 6 µs copy that must arrive within two ops."""
+    n = 12
+    ops = [{"name": f"op{k}", "type": "x", "flops": 2000.0} for k in range(n)]
+    tensors = [{"name": f"w{t}", "kind": "weight", "size": 60, "producer": None,
+                "accesses": [[k, 60] for k in range(t, n, 3)]} for t in range(3)]
+    data = {"format": "memplace-instance/1", "name": "turns",
+            "workload": {"name": "turns", "ops": ops, "tensors": tensors},
+            "hardware": {"name": "two", "compute_rate": 1e9, "levels": [
+                {"name": "fast", "capacity": 130, "bandwidth": 1e9},
+                {"name": "slow", "capacity": None, "bandwidth": 1e7, "copy_bandwidth": 1e7}]}}
+    return Instance.from_dict(data)
+
+
+def test_the_rotation_bound_counts_every_turn_and_a_tampered_family_proves_nothing():
+    inst = _turns()
+    valid = solve(inst, "msa", time_limit=None, problem="residency").latency  # 40 µs
+    cert = lp_dual(inst, ROTATION_MODEL)
+    assert cert is not None and ROTATION_MODEL not in lp_models("residency")
+    plain = lp_dual(inst, "residency-delivery", 60.0, ceiling=valid)["bound"]  # 24 µs: every op at its fastest
+    assert plain * 1.5 < cert["bound"] <= valid * (1 + 1e-9)
+    assert cert["bound"] == pytest.approx(valid, rel=1e-6)  # msa's is optimal
+    assert check_lp_dual(inst, cert) == pytest.approx(cert["bound"], rel=1e-12)
+    for tamper in ({"at_most": 1}, {"tensors": [0, 1]}, {"tensors": [0, 1, 3]}, {"others": [1]},
+                   {"tensors": [0, 0, 1]}):
+        wrong = copy.deepcopy(cert)
+        wrong["families"][0].update(tamper)
+        assert check_lp_dual(inst, wrong) == -math.inf, tamper
+    two = copy.deepcopy(cert)
+    two["families"] = two["families"] * 2
+    assert check_lp_dual(inst, two) == -math.inf
