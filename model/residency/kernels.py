@@ -63,6 +63,143 @@ def _guarded(c, state, old):
     return True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _last_due(enc, state, q, k):
+    """Position of the last copy of queue q due at op k still pending, -1 if none; scans
+    back from the tail (copies due soon were issued late, so they sit near it)."""
+    if enc.due_q[q, k] == 0:
+        return -1
+    i = state.tail[q] - 1
+    while i >= state.head[q]:
+        if enc.c_due[enc.q_copy[q, i]] == k:
+            return i
+        i -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _finish_front(enc, state, q, done, track, op):
+    """The front copy of queue q completes during op `op`: the next one moves up."""
+    head, tail = state.head, state.tail
+    if track:
+        done[q, head[q]] = op
+    head[q] += 1
+    state.left[q] = enc.c_size[enc.q_copy[q, head[q]]] if head[q] < tail[q] else 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _advance(sim, enc, state, done, track, h, idle, until, tr, tw, op):
+    """Move channel h's copies for `idle` seconds, or (with `until`) until its queues' heads
+    pass positions `tr`/`tw`; return the seconds used. Both queues pending share the
+    bandwidth; the one that finishes first moves up and the other keeps what it moved.
+    (Inlined: a call taking the records would cost more than its work.)"""
+    head, tail, left = state.head, state.tail, state.left
+    cb = sim.copy_bandwidth[h]
+    qr = 2 * h
+    qw = qr + 1
+    used = 0.0
+    while True:
+        r = head[qr] < tail[qr]
+        w = head[qw] < tail[qw]
+        if not r and not w:
+            return used
+        if until and head[qr] > tr and head[qw] > tw:
+            return used
+        if r and w:
+            rate = cb / 2
+            tr_ = left[qr] / rate
+            tw_ = left[qw] / rate
+            dt = tr_ if tr_ < tw_ else tw_
+            if not until and dt > idle:
+                x = left[qr] - idle * rate
+                left[qr] = x if x > 0.0 else 0.0
+                x = left[qw] - idle * rate
+                left[qw] = x if x > 0.0 else 0.0
+                return used + idle
+            if tr_ <= dt:
+                _finish_front(enc, state, qr, done, track, op)
+            else:
+                x = left[qr] - dt * rate
+                left[qr] = x if x > 0.0 else 0.0
+            if tw_ <= dt:
+                _finish_front(enc, state, qw, done, track, op)
+            else:
+                x = left[qw] - dt * rate
+                left[qw] = x if x > 0.0 else 0.0
+        else:
+            q = qr if r else qw
+            dt = left[q] / cb
+            if not until and dt > idle:
+                x = left[q] - idle * cb
+                left[q] = x if x > 0.0 else 0.0
+                return used + idle
+            _finish_front(enc, state, q, done, track, op)
+        used += dt
+        if not until:
+            idle -= dt
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pending(state, h):
+    """Channel h has copies in its queues."""
+    return state.head[2 * h] < state.tail[2 * h] or state.head[2 * h + 1] < state.tail[2 * h + 1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _wait_for_due(sim, enc, state, done, track, k):
+    """Step 1 of op k: wait until the copies due at k are done, every channel moving copies
+    meanwhile; return the wait."""
+    wait = 0.0
+    if enc.due_count[k] == 0:
+        return wait
+    L = sim.copy_bandwidth.shape[0]
+    need = state.need
+    for h in range(L):
+        tr = _last_due(enc, state, 2 * h, k)
+        tw = _last_due(enc, state, 2 * h + 1, k)
+        need[h] = 0.0
+        if tr >= 0 or tw >= 0:
+            need[h] = _advance(sim, enc, state, done, track, h, 0.0, True, tr, tw, k)
+        if need[h] > wait:
+            wait = need[h]
+    for h in range(L):
+        if _pending(state, h):
+            _advance(sim, enc, state, done, track, h, wait - need[h], False, -1, -1, k)
+    return wait
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _join_issued(enc, state, k):
+    """Step 2 of op k: the copies issued before op k join their queues."""
+    head, tail, left = state.head, state.tail, state.left
+    for q in range(head.shape[0]):
+        while tail[q] < enc.q_len[q] and enc.c_issue[enc.q_copy[q, tail[q]]] <= k:
+            if head[q] == tail[q]:
+                left[q] = enc.c_size[enc.q_copy[q, tail[q]]]
+            tail[q] += 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _run_op(sim, enc, state, done, track, k):
+    """Step 3 of op k: run it (the longer of its compute and its accesses); each channel
+    moves copies in its idle time. Returns the op's elapsed time."""
+    busy = state.busy
+    memory = 0.0
+    busy[:] = 0.0
+    for a in range(_U(sim.op_ptr[k]), _U(sim.op_ptr[k + 1])):  # unsigned: no wraparound checks
+        l = _U(enc.serve[a])
+        x = sim.access_time[a, l]
+        memory += x
+        busy[l] += x
+    compute = sim.compute[k]
+    elapsed = compute if compute >= memory else memory
+    for h in range(sim.copy_bandwidth.shape[0]):
+        if _pending(state, h):
+            idle = elapsed - busy[h]
+            _advance(sim, enc, state, done, track, h, idle if idle > 0.0 else 0.0, False, -1, -1, k)
+    return elapsed
+
+
 @njit(cache=True, nogil=True, _nrt=False)  # not inlined: one compiled copy of the simulation
 # loop serves every caller (inlined into each, it was typed and optimised once per caller)
 def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_latency,
@@ -78,86 +215,9 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
     wait or run copy i of queue q completed; shape (0, 0) to skip) record the timeline.
     """
     n = sim.compute.shape[0]
-    L = sim.copy_bandwidth.shape[0]
-    Q = 2 * L
     state.stop[0] = -1
-    busy = state.busy
-    need = state.need
-    head, tail, left = state.head, state.tail, state.left
-    c_size, q_copy = enc.c_size, enc.q_copy
     record = wait_out.shape[0] > 0
     track = done.shape[0] > 0
-
-    def last_due(aq, ak):
-        """Position of the last copy of queue aq due at op ak still pending, -1 if none; scans
-        back from the tail (copies due soon were issued late, so they sit near it)."""
-        if enc.due_q[aq, ak] == 0:
-            return -1
-        ai = tail[aq] - 1
-        while ai >= head[aq]:
-            if enc.c_due[q_copy[aq, ai]] == ak:
-                return ai
-            ai -= 1
-        return -1
-
-    def advance(ah, aidle, auntil, atr, atw, aop):
-        """Move channel ah's copies for `aidle` seconds, or (with `auntil`) until its queues'
-        heads pass positions `atr`/`atw`; return the seconds used. (A closure: Numba inlines
-        it, where a call taking the records would cost more than its work. Its names differ
-        from the enclosing function's on purpose.)"""
-        acb = sim.copy_bandwidth[ah]
-        aqr = 2 * ah
-        aqw = aqr + 1
-        aused = 0.0
-        while True:
-            ar = head[aqr] < tail[aqr]
-            aw = head[aqw] < tail[aqw]
-            if not ar and not aw:
-                return aused
-            if auntil and head[aqr] > atr and head[aqw] > atw:
-                return aused
-            if ar and aw:
-                arate = acb / 2
-                atr_ = left[aqr] / arate
-                atw_ = left[aqw] / arate
-                adt = atr_ if atr_ < atw_ else atw_
-                if not auntil and adt > aidle:
-                    ax = left[aqr] - aidle * arate
-                    left[aqr] = ax if ax > 0.0 else 0.0
-                    ax = left[aqw] - aidle * arate
-                    left[aqw] = ax if ax > 0.0 else 0.0
-                    return aused + aidle
-                if atr_ <= adt:
-                    if track:
-                        done[aqr, head[aqr]] = aop
-                    head[aqr] += 1
-                    left[aqr] = c_size[q_copy[aqr, head[aqr]]] if head[aqr] < tail[aqr] else 0.0
-                else:
-                    ax = left[aqr] - adt * arate
-                    left[aqr] = ax if ax > 0.0 else 0.0
-                if atw_ <= adt:
-                    if track:
-                        done[aqw, head[aqw]] = aop
-                    head[aqw] += 1
-                    left[aqw] = c_size[q_copy[aqw, head[aqw]]] if head[aqw] < tail[aqw] else 0.0
-                else:
-                    ax = left[aqw] - adt * arate
-                    left[aqw] = ax if ax > 0.0 else 0.0
-            else:
-                aq = aqr if ar else aqw
-                adt = left[aq] / acb
-                if not auntil and adt > aidle:
-                    ax = left[aq] - aidle * acb
-                    left[aq] = ax if ax > 0.0 else 0.0
-                    return aused + aidle
-                if track:
-                    done[aq, head[aq]] = aop
-                head[aq] += 1
-                left[aq] = c_size[q_copy[aq, head[aq]]] if head[aq] < tail[aq] else 0.0
-            aused += adt
-            if not auntil:
-                aidle -= adt
-
     until_ck = (K - k0 % K) % K  # ops until the next checkpoint (0: op k0 is one)
     clock = state.clock[0]  # a local: kept in a register, not reloaded past every array store
     for k in range(k0, n):
@@ -172,41 +232,10 @@ def run_kernel(sim, enc, state, k0, K, ck, write_ck, stop_from, old, shift, old_
                 state.stop[0] = c
                 return clock + (old_latency - old.clock[c])
         until_ck -= 1
-        # 1. wait for the copies due at k; every channel moves copies meanwhile
-        wait = 0.0
-        if enc.due_count[k] > 0:
-            for h in range(L):
-                tr = last_due(2 * h, k)
-                tw = last_due(2 * h + 1, k)
-                need[h] = 0.0
-                if tr >= 0 or tw >= 0:
-                    need[h] = advance(h, 0.0, True, tr, tw, k)
-                if need[h] > wait:
-                    wait = need[h]
-            for h in range(L):
-                if head[2 * h] < tail[2 * h] or head[2 * h + 1] < tail[2 * h + 1]:
-                    advance(h, wait - need[h], False, -1, -1, k)
+        wait = _wait_for_due(sim, enc, state, done, track, k)
         clock += wait
-        # 2. copies issued before op k join their queues
-        for q in range(Q):
-            while tail[q] < enc.q_len[q] and enc.c_issue[q_copy[q, tail[q]]] <= k:
-                if head[q] == tail[q]:
-                    left[q] = c_size[q_copy[q, tail[q]]]
-                tail[q] += 1
-        # 3. run op k; each channel moves copies in its idle time
-        memory = 0.0
-        busy[:] = 0.0
-        for a in range(_U(sim.op_ptr[k]), _U(sim.op_ptr[k + 1])):  # unsigned: no wraparound checks
-            l = _U(enc.serve[a])
-            x = sim.access_time[a, l]
-            memory += x
-            busy[l] += x
-        compute = sim.compute[k]
-        elapsed = compute if compute >= memory else memory
-        for h in range(L):
-            if head[2 * h] < tail[2 * h] or head[2 * h + 1] < tail[2 * h + 1]:
-                idle = elapsed - busy[h]
-                advance(h, idle if idle > 0.0 else 0.0, False, -1, -1, k)
+        _join_issued(enc, state, k)
+        elapsed = _run_op(sim, enc, state, done, track, k)
         if record:
             wait_out[k] = wait
             elapsed_out[k] = elapsed
