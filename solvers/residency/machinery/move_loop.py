@@ -517,70 +517,103 @@ def _new_window(rules, b, t, lead, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _shift_start(rules, w, lead, out):
+    """Move a prefetch's start by a random lead, earlier or later, within the tensor's life
+    and before its first access."""
+    d = _lead(lead) * (1 if np.random.random() < 0.5 else -1)
+    out[2] = min(max(w[2] + d, rules.start[w[0]]), w[3] - 1)
+    return out[2] != w[2]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _move_last(rules, w, out):
+    """Extend the window to the next access after its last, or shorten it to the access
+    before its last within it; an eviction due before the new last is dropped."""
+    t = w[0]
+    lo, hi = rules.acc_ptr[t], rules.acc_ptr[t + 1]
+    pick = -1
+    if np.random.random() < 0.5:  # the next access after last
+        for a in range(lo, hi):
+            if rules.acc_op[a] > w[4]:
+                pick = rules.acc_op[a]
+                break
+    else:  # the access before last within the window
+        for a in range(lo, hi):
+            if w[3] <= rules.acc_op[a] < w[4]:
+                pick = rules.acc_op[a]
+    if pick < 0 or pick == w[4] or pick < w[3]:
+        return False
+    out[4] = pick
+    if not (w[5] < 0 or w[6] > pick):
+        out[5] = out[6] = -1
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _move_first(rules, w, out):
+    """A prefetch's first access becomes another of its accesses after its start (the last
+    moving with it when later); the eviction is dropped."""
+    t = w[0]
+    lo, hi = rules.acc_ptr[t], rules.acc_ptr[t + 1]
+    n = 0
+    for a in range(lo, hi):
+        k = rules.acc_op[a]
+        if w[2] < k <= w[4] and k != w[3]:
+            n += 1
+    if n == 0:
+        return False
+    x = np.random.randint(0, n)
+    for a in range(lo, hi):
+        k = rules.acc_op[a]
+        if w[2] < k <= w[4] and k != w[3]:
+            if x == 0:
+                out[3], out[4] = k, max(k, w[4])
+                break
+            x -= 1
+    out[5] = out[6] = -1
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _other_level(w, home, out):
+    """Another level faster than the tensor's home."""
+    level = np.random.randint(0, home - 1)
+    out[1] = level + (level >= w[1])
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _toggle_eviction(rules, w, out):
+    """A window from the producer loses its eviction, or gains one at a random due op."""
+    if w[5] >= 0:
+        out[5] = out[6] = -1
+        return True
+    hi = rules.end[w[0]]
+    issue = w[2] + 1
+    if issue + 1 > hi:
+        return False
+    out[5], out[6] = issue, np.random.randint(issue + 1, hi + 1)
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _changed_window(rules, b, s, lead, out):
-    """`Annealer._changed_window`: one random edit of slot s's window."""
+    """`Annealer._changed_window`: one random edit of slot s's window (its kinds drawn
+    evenly; a kind that does not apply to the window is no move)."""
     w = b.win[s]
     t, home = w[0], b.homes[w[0]]
     _copy(out, w)
     out[7] = -1
     kind = np.random.randint(0, 4)
-    if kind == 0 and w[2] < w[3]:  # shift the start
-        d = _lead(lead) * (1 if np.random.random() < 0.5 else -1)
-        out[2] = min(max(w[2] + d, rules.start[t]), w[3] - 1)
-        return out[2] != w[2]
+    if kind == 0:
+        return w[2] < w[3] and _shift_start(rules, w, lead, out)
     if kind == 1:  # extend or shorten
-        lo, hi = rules.acc_ptr[t], rules.acc_ptr[t + 1]
         if np.random.random() < 0.5:
-            pick = -1
-            if np.random.random() < 0.5:  # the next access after last
-                for a in range(lo, hi):
-                    if rules.acc_op[a] > w[4]:
-                        pick = rules.acc_op[a]
-                        break
-            else:  # the access before last within the window
-                for a in range(lo, hi):
-                    if w[3] <= rules.acc_op[a] < w[4]:
-                        pick = rules.acc_op[a]
-            if pick < 0 or pick == w[4] or pick < w[3]:
-                return False
-            out[4] = pick
-            if not (w[5] < 0 or w[6] > pick):
-                out[5] = out[6] = -1
-            return True
-        if w[2] < w[3]:  # a prefetch's first access moves
-            n = 0
-            for a in range(lo, hi):
-                k = rules.acc_op[a]
-                if w[2] < k <= w[4] and k != w[3]:
-                    n += 1
-            if n == 0:
-                return False
-            x = np.random.randint(0, n)
-            for a in range(lo, hi):
-                k = rules.acc_op[a]
-                if w[2] < k <= w[4] and k != w[3]:
-                    if x == 0:
-                        out[3], out[4] = k, max(k, w[4])
-                        break
-                    x -= 1
-            out[5] = out[6] = -1
-            return True
-        return False
-    if kind == 2 and home > 1:  # another faster level
-        level = np.random.randint(0, home - 1)
-        out[1] = level + (level >= w[1])
-        return True
-    if kind == 3 and w[2] == w[3] == rules.producer[t]:  # evict or not
-        if w[5] >= 0:
-            out[5] = out[6] = -1
-            return True
-        hi = rules.end[t]
-        issue = w[2] + 1
-        if issue + 1 > hi:
-            return False
-        out[5], out[6] = issue, np.random.randint(issue + 1, hi + 1)
-        return True
-    return False
+            return _move_last(rules, w, out)
+        return w[2] < w[3] and _move_first(rules, w, out)
+    if kind == 2:
+        return home > 1 and _other_level(w, home, out)
+    return w[2] == w[3] == rules.producer[t] and _toggle_eviction(rules, w, out)
 
 
 # ---------------------------------------------------------------------- the best and its journal
