@@ -181,6 +181,73 @@ def select(pop: list, k: int, size: int, rng: np.random.Generator) -> list:
 
 
 # ---------------------------------------------------------------------- the search
+class _Fitness:
+    """Evaluates chromosomes: decodes and simulates each new one, offers its solution, and
+    keeps what `ctx.notes` report (chromosomes decoded, seconds spent decoding and simulating)."""
+
+    def __init__(self, ctx: SearchContext, dec: Decoder):
+        self.ctx, self.dec = ctx, dec
+        self.notes = {"decoded": 0, "decode_s": 0.0}
+
+    def __call__(self, pop: list) -> None:
+        ctx = self.ctx
+        fresh = [c for c in pop if not c.fitness.valid]
+        began = time.perf_counter()
+        for c in fresh:
+            if ctx.should_stop():  # (msa's solution was offered first: never nothing)
+                c.fitness.values = (float("inf"),)
+                continue
+            sol = self.dec.decode(c)
+            lat = simulate(ctx.instance, sol)
+            c.fitness.values = (lat,)
+            ctx.offer(sol, lat)
+            self.notes["decoded"] += 1
+        self.notes["decode_s"] += time.perf_counter() - began
+        ctx.count(len(fresh))
+
+
+def _toolbox(rng: np.random.Generator, moves: float, lead_indpb: float, lead_sigma: float,
+             n_homes: int, tournament: int) -> base.Toolbox:
+    """The GA's operators, drawing from the solver's generator."""
+    tb = base.Toolbox()
+    tb.register("mate", cx_order, rng=rng)
+    tb.register("mutate", mutate, rng=rng, moves=moves, lead_indpb=lead_indpb, lead_sigma=lead_sigma,
+                n_homes=n_homes)
+    tb.register("select", select, size=tournament, rng=rng)
+    return tb
+
+
+def _first_population(dec: Decoder, tb: base.Toolbox, population: int) -> list:
+    """msa's chromosomes (one per homes), then their mutants in turn up to `population`."""
+    pop = [dec.msa_chromosome(h) for h in range(len(dec.homes))][:population]
+    n_seeds = len(pop)
+    while len(pop) < population:
+        pop.append(tb.mutate(pop[len(pop) % n_seeds]))
+    return pop
+
+
+def _replace_weakest(pop: list, seeds: list, evaluate: _Fitness) -> None:
+    """Evaluate the injected `seeds` and put them in place of the weakest of `pop`."""
+    evaluate(seeds)
+    pop.sort(key=lambda c: c.fitness.values[0])
+    pop[len(pop) - len(seeds):] = seeds[:len(pop)]
+
+
+def _next_generation(pop: list, tb: base.Toolbox, rng: np.random.Generator, population: int,
+                     elite: int, cxpb: float) -> list:
+    """The elites of `pop` (sorted, best first) and the mutated children of selected parents,
+    crossed in pairs with probability `cxpb`."""
+    parents = tb.select(pop, population - elite)
+    children = []
+    for a, b in zip(parents[::2], parents[1::2]):
+        if rng.random() < cxpb:
+            a, b = tb.mate(a, b)
+        children += [tb.mutate(a), tb.mutate(b)]
+    if len(parents) % 2:
+        children.append(tb.mutate(parents[-1]))
+    return pop[:elite] + children[:population - elite]
+
+
 def evolve(ctx: SearchContext, population: int, generations: int, elite: int, tournament: int,
            cxpb: float, moves: float, lead_indpb: float, lead_sigma: float, static_moves: int,
            engine: str, inject: Callable[[int], list[ResidencySolution]] | None = None) -> int:
@@ -190,55 +257,21 @@ def evolve(ctx: SearchContext, population: int, generations: int, elite: int, to
     inst, rng = ctx.instance, ctx.rng
     dec = Decoder(inst, static_moves, int(rng.integers(2**31)), ctx.deadline - finish_seconds(inst),
                   engine)
-    tb = base.Toolbox()
-    tb.register("mate", cx_order, rng=rng)
-    tb.register("mutate", mutate, rng=rng, moves=moves, lead_indpb=lead_indpb, lead_sigma=lead_sigma,
-                n_homes=len(dec.homes))
-    tb.register("select", select, size=tournament, rng=rng)
-
-    decoded = {"decoded": 0, "decode_s": 0.0}
-
-    def evaluate(pop: list) -> None:
-        fresh = [c for c in pop if not c.fitness.valid]
-        began = time.perf_counter()
-        for c in fresh:
-            if ctx.should_stop():  # (msa's solution was offered first: never nothing)
-                c.fitness.values = (float("inf"),)
-                continue
-            sol = dec.decode(c)
-            lat = simulate(inst, sol)
-            c.fitness.values = (lat,)
-            ctx.offer(sol, lat)
-            decoded["decoded"] += 1
-        decoded["decode_s"] += time.perf_counter() - began
-        ctx.count(len(fresh))
-
-    pop = [dec.msa_chromosome(h) for h in range(len(dec.homes))][:population]
-    n_seeds = len(pop)
-    while len(pop) < population:
-        pop.append(tb.mutate(pop[len(pop) % n_seeds]))
+    tb = _toolbox(rng, moves, lead_indpb, lead_sigma, len(dec.homes), tournament)
+    evaluate = _Fitness(ctx, dec)
+    pop = _first_population(dec, tb, population)
     evaluate(pop)
     gen = 0
     while gen < generations and not ctx.should_stop():
         if inject is not None:
             seeds = [dec.encode(s) for s in inject(gen)]
             if seeds:
-                evaluate(seeds)
-                pop.sort(key=lambda c: c.fitness.values[0])
-                pop[len(pop) - len(seeds):] = seeds[:len(pop)]
+                _replace_weakest(pop, seeds, evaluate)
         pop.sort(key=lambda c: c.fitness.values[0])
-        parents = tb.select(pop, population - elite)
-        children = []
-        for a, b in zip(parents[::2], parents[1::2]):
-            if rng.random() < cxpb:
-                a, b = tb.mate(a, b)
-            children += [tb.mutate(a), tb.mutate(b)]
-        if len(parents) % 2:
-            children.append(tb.mutate(parents[-1]))
-        pop = pop[:elite] + children[:population - elite]
+        pop = _next_generation(pop, tb, rng, population, elite, cxpb)
         evaluate(pop)
         gen += 1
-    ctx.notes.update(decoded)
+    ctx.notes.update(evaluate.notes)
     return gen
 
 
