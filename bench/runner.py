@@ -108,8 +108,9 @@ def run_batch(plan: Plan, batch: Batch, store: RunStore, jobs: int, dask: str | 
     from memplace.solvers.warm import warm_parts
     began = time.perf_counter()
     empty = not numba_cache.has_kernels()
-    if empty:  # a first run compiles every kernel (two processes), not only the plan's:
-        warm_parts(jobs=min(2, max(1, jobs)))  # later commands find them all cached
+    if empty:  # a first run compiles every kernel, not only the plan's, so later commands
+        # find them all cached; in this process (a spawned compile worker was seen to crash)
+        warm_parts(jobs=1)
     seconds = load_kernels(plan.solvers, plan.problem)  # workers find them cached
     seconds = time.perf_counter() - began
     if empty:  # `memplace bench` says how long the last compile took

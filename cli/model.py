@@ -197,8 +197,9 @@ def _perf_residency(instance: str, changes: int, sa_seconds: float, ga_seconds: 
 
 
 @click.command("warmup")
-@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True,
-              help="worker processes compiling at a time")
+@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="processes compiling at a time (1: in this process; more: spawned workers, "
+                   "faster on idle cores, but a worker was seen to crash: docs/residency-scale.md)")
 @click.option("--profile", "top", type=click.IntRange(0, 1000), default=0, metavar="N",
               help="also print each part's seconds and the N kernels that took longest to compile")
 def warmup_command(jobs: int, top: int) -> None:

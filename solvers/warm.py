@@ -1,8 +1,9 @@
 """Compile memplace's Numba kernels ahead of the runs that need them.
 
 The kernels come in parts (`PARTS`), each compiled by running its code once on a
-three-op instance; on an empty cache `warm_parts` compiles them in worker processes, two
-at a time, and each part is compiled by one process only: two processes compiling the
+three-op instance; on an empty cache `warm_parts` compiles them one after another in this
+process, or (`jobs` > 1, `memplace warmup --jobs 2`) in spawned worker processes, each part
+compiled by one process only: two processes compiling the
 same kernel write the same cache index file, and Numba's cache was seen corrupted by
 concurrent writers. A part starts once the parts whose kernels it calls are compiled
 (`Part.after`), so that it loads them from the cache instead of compiling (and writing)
@@ -191,12 +192,13 @@ def with_callees(names: list[str] | None = None) -> list[str]:
     return [name for name in PARTS if name in wanted]  # PARTS lists callees first
 
 
-def warm_parts(names: list[str] | None = None, jobs: int = 2,
+def warm_parts(names: list[str] | None = None, jobs: int = 1,
                on_start: Callable[[str], None] | None = None,
                on_done: Callable[[PartReport], None] | None = None) -> list[PartReport]:
     """Compile the parts `names` (default: every part) and those they call, in `jobs`
     worker processes: a part starts once the parts it calls are done, the longest ready
-    one first. With jobs 1, in this process."""
+    one first. With jobs 1 (the default: a spawned worker was seen to crash, see
+    docs/residency-scale.md), in this process."""
     order = with_callees(names)
     reports: list[PartReport] = []
     if jobs <= 1:
@@ -289,7 +291,7 @@ def load_kernels(solvers: list[str], problem: str = DEFAULT_PROBLEM,
                  announce: Callable[[str], None] | None = None) -> float:
     """Load the compiled kernels of the model and of the built-in `solvers` from the disk
     cache now, so that a run's clock and trace measure the search, not the loading. Parts
-    not compiled yet are compiled first (in this process: `memplace warmup` uses two), and
+    not compiled yet are compiled first (in this process, as `memplace warmup` does by default), and
     `announce` is told so once, with about how long it takes. A residency solver starts
     from the static solvers of `RESIDENCY_STARTS`, so for it those are loaded (not every
     static solver: on a cold cache the others' compile took minutes of a `memplace gap`

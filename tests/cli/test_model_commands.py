@@ -125,3 +125,23 @@ def test_warmup_says_when_every_part_is_compiled_already(monkeypatch):
     result = _run("warmup")
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"kernels: all {len(warm.PARTS)} parts compiled already, in ")
+
+
+def test_warmup_compiles_in_one_process_unless_asked(monkeypatch):
+    from memplace.model.core import numba_cache
+    from memplace.solvers import warm
+    from memplace.solvers.warm import PartReport
+    seen = []
+
+    def warm_parts(names, jobs, **kwargs):
+        seen.append(jobs)
+        return [PartReport(name, 1.0, 1.0) for name in names]
+
+    monkeypatch.setattr(warm, "missing_parts", lambda names=None: ["msa's allocator"])  # 4 parts
+    monkeypatch.setattr(warm, "warm_parts", warm_parts)
+    monkeypatch.setattr(numba_cache, "record_compile_seconds", lambda seconds: None)
+    first = _run("warmup")
+    assert first.exit_code == 0, first.output
+    assert "(4.0 CPU s in 1 processes;" in first.output
+    assert _run("warmup", "--jobs", "2").exit_code == 0
+    assert seen == [1, 2]

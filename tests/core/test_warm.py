@@ -105,3 +105,17 @@ def test_a_worker_that_dies_leaves_its_parts_to_this_process(monkeypatch):
     monkeypatch.setattr(warm, "warm_part", lambda name: PartReport(name, 1.0, 1.0))
     reports = warm.warm_parts(["static cost model", "residency simulator"], jobs=2)
     assert sorted(r.name for r in reports) == ["residency simulator", "static cost model"]
+
+
+def test_by_default_every_part_compiles_in_this_process(monkeypatch):
+    """No worker process unless asked (`jobs` > 1): a spawned compile worker was seen to
+    crash, so neither `memplace warmup` nor a first `memplace bench` depends on one."""
+    import concurrent.futures as cf
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a worker pool was started")
+
+    monkeypatch.setattr(cf, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(warm, "warm_part", lambda name: PartReport(name, 1.0, 1.0))
+    reports = warm.warm_parts(["static cost model", "residency simulator"])
+    assert [r.name for r in reports] == ["static cost model", "residency simulator"]
