@@ -105,34 +105,36 @@ def test_a_programming_error_is_not_swallowed_as_a_user_error(monkeypatch):
     assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)
 
 
+def _run_script(*lines: str) -> tuple[int, str]:
+    """Run the Python `lines` in a fresh interpreter; its exit status and standard output."""
+    done = subprocess.run([sys.executable, "-c", "".join(line + "\n" for line in lines)],
+                          capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout
+
+
 def test_the_process_leaves_a_solver_thread_it_gave_up_on_behind_with_its_own_status():
     # a thread solve() abandoned (a library ignoring its limit) must neither hold the
     # process nor abort its exit: `leave` ends it with the command's status, output flushed
-    script = ("import threading, time\n"
-              "from memplace.cli.main import leave\n"
-              "threading.Thread(target=time.sleep, args=(600,), name='memplace-stuck', daemon=True).start()\n"
-              "print('the answer', end='')\n"
-              "leave(3)\n"
-              "print('not reached')\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stdout) == (3, "the answer")
+    assert _run_script("import threading, time",
+                       "from memplace.cli.main import leave",
+                       "threading.Thread(target=time.sleep, args=(600,), name='memplace-stuck', "
+                       "daemon=True).start()",
+                       "print('the answer', end='')",
+                       "leave(3)",
+                       "print('not reached')") == (3, "the answer")
 
 
 def test_leave_ends_a_process_that_loaded_numba_after_its_exit_handlers_with_its_status():
     # the kernels' teardown is skipped, not the handlers registered with atexit
-    script = ("import atexit, numba\n"
-              "from memplace.cli.main import leave\n"
-              "atexit.register(lambda: print('handler ran', end=''))\n"
-              "print('the answer ', end='')\n"
-              "leave(None)\n"
-              "print('not reached')\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stdout) == (0, "the answer handler ran")
+    assert _run_script("import atexit, numba",
+                       "from memplace.cli.main import leave",
+                       "atexit.register(lambda: print('handler ran', end=''))",
+                       "print('the answer ', end='')",
+                       "leave(None)",
+                       "print('not reached')") == (0, "the answer handler ran")
 
 
 def test_leave_returns_when_the_command_loaded_no_numba_and_left_no_thread():
-    script = ("from memplace.cli.main import leave\n"
-              "leave(0)\n"
-              "print('Python exits as usual', end='')\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stdout) == (0, "Python exits as usual")
+    assert _run_script("from memplace.cli.main import leave",
+                       "leave(0)",
+                       "print('Python exits as usual', end='')") == (0, "Python exits as usual")
