@@ -39,7 +39,7 @@ import heapq
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -49,8 +49,12 @@ DIGITS = 9  # significant digits of a stored dual value
 FRACTIONAL = 1e-6  # a value this far from an integer is fractional
 
 
-class BoxLP(Protocol):
-    """A boxed LP as row, column, value triplets."""
+@dataclass
+class BoxLP:
+    """min cost'x over rlo <= A x <= rhi, lo <= x <= hi, A as row, column, value triplets:
+    every LP relaxation of the residency bounds (the capped relaxation, the delivery LP and
+    its cover cuts). `scale` turns its objective into seconds; `integer` marks the columns
+    its model made binary (None: not recorded)."""
 
     cost: np.ndarray
     lo: np.ndarray
@@ -60,6 +64,8 @@ class BoxLP(Protocol):
     r: np.ndarray
     c: np.ndarray
     v: np.ndarray
+    scale: float = 1.0
+    integer: np.ndarray | None = None
 
 
 # A disjunction row on a leaf's path: (columns, at, up)

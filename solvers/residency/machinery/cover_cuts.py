@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from memplace.model import Instance
+from memplace.solvers.lp_tree import BoxLP
 from memplace.solvers.residency.machinery import delivery_bound
 
 SEARCH_ITEMS = 16  # exhaustive placement search up to this many items
@@ -215,8 +216,8 @@ def with_cuts(model: delivery_bound.DeliveryModel, fams: list[Family]) -> delive
                 added += 1
         rlo.append(np.full(added - (sum(a.size for a in rlo) - n), -math.inf))
         rhi.append(np.full(rlo[-1].size, float(fam.at_most)))
-    lp = delivery_bound.LpArrays(p.cost, p.lo, p.hi, np.concatenate(rlo), np.concatenate(rhi),
-                                 np.concatenate(r), np.concatenate(c), np.concatenate(v))
+    lp = BoxLP(p.cost, p.lo, p.hi, np.concatenate(rlo), np.concatenate(rhi),
+               np.concatenate(r), np.concatenate(c), np.concatenate(v), p.scale)
     stats = dict(model.stats, cover_rows=added, rows=int(lp.rlo.size), nonzeros=int(lp.v.size))
     return delivery_bound.DeliveryModel(inst, model.scale, lp, model.homes, stats, model.resident)
 

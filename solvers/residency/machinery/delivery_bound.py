@@ -76,6 +76,7 @@ import numpy as np
 
 from memplace.model import Instance, latency
 from memplace.solvers.highs import column_lp, new_highs
+from memplace.solvers.lp_tree import BoxLP
 
 INF = math.inf
 SPAN_SCALES = (4, 32, 256, 2048)  # grid steps G of the window rows' spans [A, A + 2G)
@@ -110,25 +111,11 @@ class Rows:
         self.rhi.append(hi)
         return n
 
-    def arrays(self) -> "LpArrays":
-        return LpArrays(np.asarray(self.cost, np.float64), np.asarray(self.lo, np.float64),
+    def arrays(self, scale: float) -> BoxLP:
+        return BoxLP(np.asarray(self.cost, np.float64), np.asarray(self.lo, np.float64),
                         np.asarray(self.hi, np.float64), np.asarray(self.rlo, np.float64),
                         np.asarray(self.rhi, np.float64), np.asarray(self.r, np.int64),
-                        np.asarray(self.c, np.int64), np.asarray(self.v, np.float64))
-
-
-@dataclass
-class LpArrays:
-    """min cost x, rlo <= A x <= rhi, lo <= x <= hi; A in coordinates (r, c, v)."""
-
-    cost: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    rlo: np.ndarray
-    rhi: np.ndarray
-    r: np.ndarray
-    c: np.ndarray
-    v: np.ndarray
+                        np.asarray(self.c, np.int64), np.asarray(self.v, np.float64), scale)
 
 
 @dataclass
@@ -137,7 +124,7 @@ class DeliveryModel:
 
     instance: Instance
     scale: float  # seconds per model time unit
-    lp: LpArrays
+    lp: BoxLP  # (its `scale` is the model's)
     homes: np.ndarray  # (T, L) column of y[t, l], -1 where not built (t does not fit l, or
     #                    has no access in the block)
     stats: dict = field(default_factory=dict)
@@ -405,7 +392,7 @@ def formulate(inst: Instance, ceiling: float, deadline: float = INF,
     b = m.b
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
              "capacity_rows": n_cap, "span_rows": spans, "delivery_pairs": len(m.due)}
-    return DeliveryModel(inst, scale, b.arrays(), m.homes, stats, m.resident)
+    return DeliveryModel(inst, scale, b.arrays(scale), m.homes, stats, m.resident)
 
 
 def dual_bound(model: DeliveryModel, row_dual: np.ndarray) -> float:

@@ -98,6 +98,7 @@ import numpy as np
 
 from memplace.model import Instance, latency
 from memplace.solvers.highs import column_lp, new_highs, run
+from memplace.solvers.lp_tree import BoxLP
 
 INF = math.inf
 
@@ -530,40 +531,22 @@ def solve_relaxation(model: Relaxation, time_limit: float | None, gap: float = 1
     return Outcome(bound, values, status, int(info.mip_node_count), seconds)
 
 
-@dataclass
-class CappedLP:
-    """`formulate`'s LP (integrality dropped), every interval column E[k] capped by a valid
-    latency: min cost'x over rlo <= A x <= rhi, lo <= x <= hi (A as row, column, value
-    triplets), every bound of x finite; `scale` turns its objective into seconds;
-    `integer` marks the columns `formulate` made binary (0 or 1 at the point of every
-    valid solution, module docstring)."""
-
-    cost: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    rlo: np.ndarray
-    rhi: np.ndarray
-    r: np.ndarray
-    c: np.ndarray
-    v: np.ndarray
-    scale: float
-    integer: np.ndarray | None = None
-
-
-def capped(rel: Relaxation, ceiling: float) -> CappedLP:
-    """`rel`'s LP with its interval columns capped by `ceiling` (seconds; `capped_lp`)."""
+def capped(rel: Relaxation, ceiling: float) -> BoxLP:
+    """`rel`'s LP with its interval columns capped by `ceiling` (seconds; `capped_lp`),
+    integrality dropped: every bound of x finite; `integer` marks the columns `formulate`
+    made binary (0 or 1 at the point of every valid solution, module docstring)."""
     b = rel.builder
     lo = np.asarray(b.lo, np.float64)
     hi = np.asarray(b.hi, np.float64)
     n = rel.instance.n_ops
     hi[:n] = np.maximum(ceiling / rel.scale * (1 + 1e-6), lo[:n])  # the E columns come first
-    return CappedLP(np.asarray(b.cost, np.float64), lo, hi, np.asarray(b.rlo, np.float64),
+    return BoxLP(np.asarray(b.cost, np.float64), lo, hi, np.asarray(b.rlo, np.float64),
                     np.asarray(b.rhi, np.float64), np.asarray(b.r, np.int64),
                     np.asarray(b.c, np.int64), np.asarray(b.v, np.float64), rel.scale,
                     np.asarray(b.integer, bool))
 
 
-def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> CappedLP:
+def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> BoxLP:
     """The capped relaxation of `inst`. Why it is a relaxation of every solution at least
     as good as one of latency `ceiling` (seconds): such a solution maps to a point of
     `formulate`'s model (module docstring) with E[k] = elapsed_k + wait_{k+1} <= its
@@ -576,7 +559,7 @@ def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> CappedLP
     return capped(formulate(inst, binary_starts=False, binary_holds=False, deadline=deadline), ceiling)
 
 
-def weak_duality(lp: CappedLP, y: np.ndarray) -> float:
+def weak_duality(lp: BoxLP, y: np.ndarray) -> float:
     """The bound (seconds) any row dual vector `y` proves on the capped LP:
     sum_r y_r * (rlo_r if y_r > 0 else rhi_r) + sum_j min(d_j lo_j, d_j hi_j), d = cost - A'y
     (weak duality; a dual of the wrong sign on a one-sided row is taken as 0, still a dual

@@ -58,7 +58,7 @@ START_WEIGHT = 2.0  # a start column's priority per byte of its tensor (homes: 1
 class StartTreeLP:
     """The capped LP, which columns a disjunction may use, and the branching priority."""
 
-    lp: relaxation.CappedLP
+    lp: lp_tree.BoxLP
     branchable: np.ndarray
     priority: np.ndarray
 
