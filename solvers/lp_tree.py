@@ -43,29 +43,11 @@ from typing import Any
 
 import numpy as np
 
+from memplace.solvers.box_lp import BoxLP
 from memplace.solvers.highs import column_lp, new_highs
 
 DIGITS = 9  # significant digits of a stored dual value
 FRACTIONAL = 1e-6  # a value this far from an integer is fractional
-
-
-@dataclass
-class BoxLP:
-    """min cost'x over rlo <= A x <= rhi, lo <= x <= hi, A as row, column, value triplets:
-    every LP relaxation of the residency bounds (the capped relaxation, the delivery LP and
-    its cover cuts). `scale` turns its objective into seconds; `integer` marks the columns
-    its model made binary (None: not recorded)."""
-
-    cost: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    rlo: np.ndarray
-    rhi: np.ndarray
-    r: np.ndarray
-    c: np.ndarray
-    v: np.ndarray
-    scale: float = 1.0
-    integer: np.ndarray | None = None
 
 
 # A disjunction row on a leaf's path: (columns, at, up)

@@ -83,6 +83,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memplace.model import Instance, latency
+from memplace.solvers.box_lp import Rows
 from memplace.solvers.highs import column_lp, new_highs
 
 INF = math.inf
@@ -92,42 +93,13 @@ SPAN_SCALES = (4, 32, 256, 2048)  # grid steps G of the window rows' spans [A, A
 MARGIN = 1e-7
 
 
-class _Rows:
-    """A sparse model built row by row (columns appended as they are made)."""
-
-    def __init__(self) -> None:
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-        self.cost: list[float] = []
-        self.r: list[int] = []
-        self.c: list[int] = []
-        self.v: list[float] = []
-        self.rlo: list[float] = []
-        self.rhi: list[float] = []
-
-    def col(self, lo: float = 0.0, hi: float = 1.0, cost: float = 0.0) -> int:
-        self.lo.append(lo)
-        self.hi.append(hi)
-        self.cost.append(cost)
-        return len(self.lo) - 1
-
-    def row(self, terms: list[tuple[int, float]], lo: float = -INF, hi: float = INF) -> int:
-        n = len(self.rlo)
-        self.r += [n] * len(terms)
-        self.c += [col for col, _ in terms]
-        self.v += [val for _, val in terms]
-        self.rlo.append(lo)
-        self.rhi.append(hi)
-        return n
-
-
 @dataclass
 class AccessModel:
     """The LP of one instance (module docstring)."""
 
     instance: Instance
     scale: float  # seconds per model time unit
-    rows: _Rows
+    rows: Rows
     homes: np.ndarray  # (T, L) column of y[t, l], -1 where t does not fit l
     stats: dict = field(default_factory=dict)
 
@@ -139,7 +111,7 @@ class _Copies:
     terms: list[list[tuple[int, float, int, int]]]  # per level: (column, time, earliest, due)
 
 
-def _serving(b: _Rows, inst: Instance, t: int, fits: np.ndarray, y: list[int],
+def _serving(b: Rows, inst: Instance, t: int, fits: np.ndarray, y: list[int],
              memory: list[list[tuple[int, float]]], busy: list[list[list[tuple[int, float]]]],
              occupancy: list[list[list[tuple[int, float]]]], scale: float
              ) -> tuple[list[dict[tuple[int, int], int]], list[int]]:
@@ -175,7 +147,7 @@ def _serving(b: _Rows, inst: Instance, t: int, fits: np.ndarray, y: list[int],
     return windows, ops
 
 
-def _copies(b: _Rows, inst: Instance, t: int, y: list[int],
+def _copies(b: Rows, inst: Instance, t: int, y: list[int],
             windows: list[dict[tuple[int, int], int]], ops: list[int],
             occupancy: list[list[list[tuple[int, float]]]], copies: _Copies, scale: float) -> None:
     """c, f and e columns of t: windows kept between accesses, prefetches, the eviction."""
@@ -210,7 +182,7 @@ def _copies(b: _Rows, inst: Instance, t: int, y: list[int],
             b.row([(evict[h], 1.0), (win, -1.0)] + ([(c, 1.0)] if c is not None else []), lo=0.0)
 
 
-def _time_rows(b: _Rows, inst: Instance, E: list[int], memory: list[list[tuple[int, float]]],
+def _time_rows(b: Rows, inst: Instance, E: list[int], memory: list[list[tuple[int, float]]],
                busy: list[list[list[tuple[int, float]]]], copies: _Copies, cap: float) -> int:
     """Memory rows of every op, idle columns and window rows of every channel; returns
     the number of window rows."""
@@ -242,7 +214,7 @@ def _time_rows(b: _Rows, inst: Instance, E: list[int], memory: list[list[tuple[i
     return spans
 
 
-def _capacity_rows(b: _Rows, inst: Instance, x: np.ndarray,
+def _capacity_rows(b: Rows, inst: Instance, x: np.ndarray,
                    occupancy: list[list[list[tuple[int, float]]]], deadline: float) -> int:
     """One row per level with a capacity and step: homes live there, windows at the step."""
     n, L = inst.n_ops, inst.n_levels
@@ -279,7 +251,7 @@ def formulate(inst: Instance, ceiling: float, deadline: float = INF) -> AccessMo
     (seconds) of a valid solution, which caps the interval columns. Raises TimeoutError
     once `time.perf_counter()` passes `deadline`."""
     T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
-    b = _Rows()
+    b = Rows()
     slow = latency(inst, inst.slowest_placement())
     scale = slow / n if slow > 0 else 1.0
     cap = ceiling / scale * (1 + 1e-6)

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from memplace.model import Instance
-from memplace.solvers.lp_tree import BoxLP
+from memplace.solvers.box_lp import BoxLP
 from memplace.solvers.residency.machinery import delivery_bound
 
 SEARCH_ITEMS = 16  # exhaustive placement search up to this many items

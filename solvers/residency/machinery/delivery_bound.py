@@ -76,46 +76,11 @@ import numpy as np
 
 from memplace.model import Instance, latency
 from memplace.solvers.highs import column_lp, new_highs
-from memplace.solvers.lp_tree import BoxLP
+from memplace.solvers.box_lp import BoxLP, Rows
 
 INF = math.inf
 SPAN_SCALES = (4, 32, 256, 2048)  # grid steps G of the window rows' spans [A, A + 2G)
 MARGIN = 1e-7  # relative: float64 sums over millions of terms stay far below it
-
-
-class Rows:
-    """A sparse LP built row by row, columns appended as they are made (coordinate lists)."""
-
-    def __init__(self) -> None:
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-        self.cost: list[float] = []
-        self.r: list[int] = []
-        self.c: list[int] = []
-        self.v: list[float] = []
-        self.rlo: list[float] = []
-        self.rhi: list[float] = []
-
-    def col(self, lo: float = 0.0, hi: float = 1.0, cost: float = 0.0) -> int:
-        self.lo.append(lo)
-        self.hi.append(hi)
-        self.cost.append(cost)
-        return len(self.lo) - 1
-
-    def row(self, terms: list[tuple[int, float]], lo: float = -INF, hi: float = INF) -> int:
-        n = len(self.rlo)
-        self.r += [n] * len(terms)
-        self.c += [col for col, _ in terms]
-        self.v += [val for _, val in terms]
-        self.rlo.append(lo)
-        self.rhi.append(hi)
-        return n
-
-    def arrays(self, scale: float) -> BoxLP:
-        return BoxLP(np.asarray(self.cost, np.float64), np.asarray(self.lo, np.float64),
-                        np.asarray(self.hi, np.float64), np.asarray(self.rlo, np.float64),
-                        np.asarray(self.rhi, np.float64), np.asarray(self.r, np.int64),
-                        np.asarray(self.c, np.int64), np.asarray(self.v, np.float64), scale)
 
 
 @dataclass

@@ -98,38 +98,9 @@ import numpy as np
 
 from memplace.model import Instance, latency
 from memplace.solvers.highs import column_lp, new_highs, run
-from memplace.solvers.lp_tree import BoxLP
+from memplace.solvers.box_lp import BoxLP, Rows
 
 INF = math.inf
-
-
-class _Builder:
-    """Columns and rows of a sparse model, appended one at a time."""
-
-    def __init__(self) -> None:
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-        self.cost: list[float] = []
-        self.integer: list[bool] = []
-        self.r: list[int] = []
-        self.c: list[int] = []
-        self.v: list[float] = []
-        self.rlo: list[float] = []
-        self.rhi: list[float] = []
-
-    def col(self, lo: float = 0.0, hi: float = 1.0, cost: float = 0.0, integer: bool = False) -> int:
-        self.lo.append(lo)
-        self.hi.append(hi)
-        self.cost.append(cost)
-        self.integer.append(integer)
-        return len(self.lo) - 1
-
-    def row(self, terms: list[tuple[int, float]], lo: float = -INF, hi: float = INF) -> None:
-        self.r += [len(self.rlo)] * len(terms)
-        self.c += [col for col, _ in terms]
-        self.v += [val for _, val in terms]
-        self.rlo.append(lo)
-        self.rhi.append(hi)
 
 
 @dataclass
@@ -138,7 +109,7 @@ class Relaxation:
 
     instance: Instance
     scale: float  # seconds per model time unit
-    builder: _Builder
+    builder: Rows
     x: np.ndarray  # (T, L) column of x[t, l], -1 where t cannot be homed in l
     s: dict[tuple[int, int], int]  # (access index, level) -> column
     prefetch: dict[tuple[int, int, int, int], list[int]]  # (t, l, h, i) -> F columns over lo..k_i-1
@@ -212,7 +183,7 @@ class _Formulation:
     def __init__(self, inst: Instance, binary_starts: bool, binary_holds: bool) -> None:
         T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
         self.inst, self.binary_starts, self.binary_holds = inst, binary_starts, binary_holds
-        self.b = _Builder()
+        self.b = Rows()
         slow = latency(inst, inst.slowest_placement())
         self.scale = slow / n if slow > 0 else 1.0  # seconds per unit: the slowest op time is ~1
         self.fits = inst.size[:, None] <= inst.capacity[None, :]
@@ -535,15 +506,10 @@ def capped(rel: Relaxation, ceiling: float) -> BoxLP:
     """`rel`'s LP with its interval columns capped by `ceiling` (seconds; `capped_lp`),
     integrality dropped: every bound of x finite; `integer` marks the columns `formulate`
     made binary (0 or 1 at the point of every valid solution, module docstring)."""
-    b = rel.builder
-    lo = np.asarray(b.lo, np.float64)
-    hi = np.asarray(b.hi, np.float64)
+    lp = rel.builder.arrays(rel.scale)
     n = rel.instance.n_ops
-    hi[:n] = np.maximum(ceiling / rel.scale * (1 + 1e-6), lo[:n])  # the E columns come first
-    return BoxLP(np.asarray(b.cost, np.float64), lo, hi, np.asarray(b.rlo, np.float64),
-                    np.asarray(b.rhi, np.float64), np.asarray(b.r, np.int64),
-                    np.asarray(b.c, np.int64), np.asarray(b.v, np.float64), rel.scale,
-                    np.asarray(b.integer, bool))
+    lp.hi[:n] = np.maximum(ceiling / rel.scale * (1 + 1e-6), lp.lo[:n])  # the E columns come first
+    return lp
 
 
 def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> BoxLP:

@@ -49,6 +49,7 @@ import numpy as np
 
 from memplace.model import Instance
 from memplace.solvers import lp_tree
+from memplace.solvers.box_lp import BoxLP
 from memplace.solvers.residency.machinery import relaxation
 
 START_WEIGHT = 2.0  # a start column's priority per byte of its tensor (homes: 1, activations' 0.5)
@@ -58,7 +59,7 @@ START_WEIGHT = 2.0  # a start column's priority per byte of its tensor (homes: 1
 class StartTreeLP:
     """The capped LP, which columns a disjunction may use, and the branching priority."""
 
-    lp: lp_tree.BoxLP
+    lp: BoxLP
     branchable: np.ndarray
     priority: np.ndarray
 

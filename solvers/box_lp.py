@@ -1,0 +1,73 @@
+"""A boxed LP and the builder the residency relaxations fill.
+
+`BoxLP` is `min cost'x` over `rlo <= A x <= rhi`, `lo <= x <= hi`, A as row, column, value
+triplets: the form `lp_tree` branches on and weak duality checks. `Rows` builds one a
+column and a row at a time (the capped relaxation, the delivery LP, the access LP).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+INF = math.inf
+
+
+@dataclass
+class BoxLP:
+    """min cost'x over rlo <= A x <= rhi, lo <= x <= hi, A as row, column, value triplets.
+    `scale` turns its objective into seconds; `integer` marks the columns its model made
+    binary (None: not recorded)."""
+
+    cost: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    rlo: np.ndarray
+    rhi: np.ndarray
+    r: np.ndarray
+    c: np.ndarray
+    v: np.ndarray
+    scale: float = 1.0
+    integer: np.ndarray | None = None
+
+
+class Rows:
+    """A sparse LP built column by column and row by row (coordinate lists)."""
+
+    def __init__(self) -> None:
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+        self.cost: list[float] = []
+        self.integer: list[bool] = []
+        self.r: list[int] = []
+        self.c: list[int] = []
+        self.v: list[float] = []
+        self.rlo: list[float] = []
+        self.rhi: list[float] = []
+
+    def col(self, lo: float = 0.0, hi: float = 1.0, cost: float = 0.0, integer: bool = False) -> int:
+        """A new column; its index."""
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.cost.append(cost)
+        self.integer.append(integer)
+        return len(self.lo) - 1
+
+    def row(self, terms: list[tuple[int, float]], lo: float = -INF, hi: float = INF) -> int:
+        """A new row `lo <= sum(value * x[column] for column, value in terms) <= hi`; its index."""
+        n = len(self.rlo)
+        self.r += [n] * len(terms)
+        self.c += [col for col, _ in terms]
+        self.v += [val for _, val in terms]
+        self.rlo.append(lo)
+        self.rhi.append(hi)
+        return n
+
+    def arrays(self, scale: float = 1.0) -> BoxLP:
+        """The LP as arrays, its objective in units of `scale` seconds."""
+        return BoxLP(np.asarray(self.cost, np.float64), np.asarray(self.lo, np.float64),
+                     np.asarray(self.hi, np.float64), np.asarray(self.rlo, np.float64),
+                     np.asarray(self.rhi, np.float64), np.asarray(self.r, np.int64),
+                     np.asarray(self.c, np.int64), np.asarray(self.v, np.float64), scale,
+                     np.asarray(self.integer, bool))
