@@ -109,14 +109,16 @@ def verify_command(version: str) -> None:
               type=click.Choice(["static-milp", "residency-relaxation", "residency-access",
                                  "residency-delivery", "residency-relaxation-capped",
                                  "residency-delivery-tree", "residency-relaxation-tree",
-                                 "residency-delivery-cover-tree", "residency-rotation"]),
+                                 "residency-delivery-cover-tree", "residency-rotation",
+                                 "residency-delivery-step-cover"]),
               help="LP models the refresh solves (repeatable; default: each problem's; "
                    "residency-delivery-tree, residency-relaxation-tree and "
                    "residency-delivery-cover-tree, branch-and-bound trees over the delivery "
                    "relaxation, over the relaxation with start binaries and over the delivery "
                    "relaxation with capacity cover cuts, and residency-rotation, the rotation "
-                   "bound of weights the fast levels cannot all hold, only when named, with "
-                   "--time-limit)")
+                   "bound of weights the fast levels cannot all hold, and "
+                   "residency-delivery-step-cover, the delivery relaxation with per-step "
+                   "covers, only when named, with --time-limit)")
 @click.option("--from-best", is_flag=True,
               help="solvers that take a start solution (residency multistart) start from the "
                    "entry's best known as well; its sha256 is in the provenance")
@@ -155,7 +157,7 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
               type=click.Choice(["residency-relaxation", "residency-access", "residency-delivery",
                                  "residency-relaxation-capped", "residency-delivery-tree",
                                  "residency-relaxation-tree", "residency-delivery-cover-tree",
-                                 "residency-rotation"]),
+                                 "residency-rotation", "residency-delivery-step-cover"]),
               help="LP models to solve (repeatable; default: those whose ceiling is the best "
                    "known, residency-access, residency-relaxation-capped and residency-delivery)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,

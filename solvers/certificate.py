@@ -84,6 +84,15 @@
   certificate models); the certificate is the family, and the check re-derives it
   (`cover_cuts.family_holds`) and runs the dynamic program again. On request only.
 
+- The delivery relaxation with step covers (model `residency-delivery-step-cover`,
+  `residency/machinery/step_covers.py`, where the argument is): one row per copy that its
+  channel's idle time in the intervals it can move in covers it, and, per level and
+  step, rows stating that tensors whose sizes add up to more than the level's capacity
+  do not all occupy it at that step, found round by round against the LP's point. The
+  certificate stores those covers beside the duals and the ceiling; the check verifies
+  each cover (sizes above the capacity), rebuilds the LP with the rows in order and
+  recomputes weak duality. On request only.
+
 All are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
 """
@@ -109,13 +118,14 @@ TREE_MODEL = "residency-delivery-tree"
 START_TREE_MODEL = "residency-relaxation-tree"
 COVER_TREE_MODEL = "residency-delivery-cover-tree"
 ROTATION_MODEL = "residency-rotation"
+STEP_COVER_MODEL = "residency-delivery-step-cover"
 LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL,
-             TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL)
+             TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL, STEP_COVER_MODEL)
 # models whose certificate stores the ceiling (a valid latency) their columns are capped by
 CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL, START_TREE_MODEL,
-                  COVER_TREE_MODEL)
+                  COVER_TREE_MODEL, STEP_COVER_MODEL)
 # models solved only when asked for by name (`improve --lp-model`), per problem
-ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL)}
+ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL, STEP_COVER_MODEL)}
 # a tree is kept only when it proves this much (relative) above its root LP
 TREE_MIN_GAIN = 0.002
 TREE_MAX_LEAVES = 400
@@ -354,6 +364,22 @@ def _rotation(instance: Instance) -> dict[str, Any] | None:
     return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
 
 
+def _step_cover_dual(instance: Instance, time_limit: float | None,
+                     ceiling: float | None) -> dict[str, Any] | None:
+    """The delivery relaxation with copy and step-cover rows (`step_covers.cover_bound`):
+    its covers, its row duals and the ceiling it was built with."""
+    from memplace.solvers.residency.machinery import step_covers
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+        return None
+    got = step_covers.cover_bound(instance, ceiling, 600.0 if time_limit is None else time_limit)
+    if got.row_dual is None:
+        return None
+    cert = _sparse(got.row_dual, STEP_COVER_MODEL, ceiling=float(ceiling),
+                   covers=[cover.to_json() for cover in got.covers])
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+
+
 def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
             ceiling: float | None = None) -> dict[str, Any] | None:
     """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
@@ -373,6 +399,8 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
         return _cover_tree_dual(instance, time_limit, ceiling)
     if model == ROTATION_MODEL:
         return _rotation(instance)
+    if model == STEP_COVER_MODEL:
+        return _step_cover_dual(instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -425,6 +453,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_cover_tree(instance, certificate, valid_latency)
     if certificate.get("model") == ROTATION_MODEL:
         return _check_rotation(instance, certificate)
+    if certificate.get("model") == STEP_COVER_MODEL:
+        return _check_step_cover(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -559,3 +589,14 @@ def _check_rotation(instance: Instance, certificate: dict[str, Any]) -> float:
     if family is None or family.others or not rotation_bound.eligible(instance, family):
         return -math.inf
     return _margined(rotation_bound.bound(instance, family))
+
+
+def _check_step_cover(instance: Instance, certificate: dict[str, Any],
+                      valid_latency: float | None) -> float:
+    from memplace.solvers.residency.machinery import step_covers
+    ceiling = _ceiling(certificate, valid_latency)
+    if ceiling is None:
+        return -math.inf
+    return _margined(step_covers.check(instance, ceiling, certificate.get("covers"),
+                                       int(certificate.get("rows", -1)), certificate.get("index"),
+                                       certificate.get("value")))

@@ -94,6 +94,23 @@ class DeliveryModel:
     #                    has no access in the block)
     stats: dict = field(default_factory=dict)
     resident: dict = field(default_factory=dict)  # `_Builder.resident`
+    # per tensor built: its serving and kept window columns (`TensorColumns`)
+    columns: dict[int, "TensorColumns"] = field(default_factory=dict)
+    # per level h: its copies (column, channel time, earliest issue, due step) and its
+    # idle columns, one per interval (empty where it has no copies)
+    copies: list[list[tuple[int, float, int, int]]] = field(default_factory=list)
+    idle: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class TensorColumns:
+    """One tensor's 0/1 columns: `ops[i]` the step (in the block) of access i, `windows[i]`
+    its w columns by (l, h), `kept[i]` its c columns by (l, h) (the window kept from access
+    i - 1 to i, occupying the steps between; in a block, for i = 0, one carried in)."""
+
+    ops: list[int]
+    windows: list[dict[tuple[int, int], int]]
+    kept: list[dict[tuple[int, int], int]]
 
 
 class _Builder:
@@ -122,6 +139,7 @@ class _Builder:
         self.copies: list[list[tuple[int, float, int, int]]] = [[] for _ in range(L)]  # local steps
         self.due: dict[tuple[int, int], list[list[tuple[int, float]]]] = {}  # (h, l) -> per step
         self.homes = np.full((inst.n_tensors, L), -1, np.int64)
+        self.columns: dict[int, TensorColumns] = {}
         # (t, step) -> the w and c columns of t's windows over a home in the last level that
         # occupy that step (`cover_cuts.py` counts them; the LP does not use this)
         self.resident: dict[tuple[int, int], list[int]] = {}
@@ -149,6 +167,7 @@ class _Builder:
         carried = int(inst.start[t]) < lo  # a window may come from before the block
         w = [self._served(acc_a, k, y, pairs, size) for acc_a, k in zip(acc, ops)]
         kept = self._delivered(w, ops, size, earliest, defining, carried)
+        self.columns[t] = TensorColumns(ops, w, kept)
         last = int(inst.end[t]) - lo  # an eviction is due by the tensor's last access
         if not defining or len(ops) < 2 or last >= len(self.E):
             return
@@ -357,7 +376,7 @@ def formulate(inst: Instance, ceiling: float, deadline: float = INF,
     b = m.b
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
              "capacity_rows": n_cap, "span_rows": spans, "delivery_pairs": len(m.due)}
-    return DeliveryModel(inst, scale, b.arrays(scale), m.homes, stats, m.resident)
+    return DeliveryModel(inst, scale, b.arrays(scale), m.homes, stats, m.resident, m.columns, m.copies, idle)
 
 
 def dual_bound(model: DeliveryModel, row_dual: np.ndarray) -> float:

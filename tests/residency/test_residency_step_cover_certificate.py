@@ -1,0 +1,110 @@
+"""The delivery relaxation with copy and cover rows (`step_covers.py`, certificate model
+residency-delivery-step-cover): what its certificate proves, recomputed, is never above the
+optimum found by exhaustive search on random tiny instances, for its own duals and for
+any dual vector; it lifts the delivery relaxation where two activations of one op cannot
+share fast memory; and a certificate with a cover that is not one, tampered duals, another
+row count or a ceiling below a valid latency proves less than the bound stored beside it."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memplace.bench.library.check import holds
+from memplace.model import Instance
+from memplace.solvers.certificate import (STEP_COVER_MODEL, DELIVERY_MODEL, ON_REQUEST_MODELS,
+                                          check_lp_dual, lp_dual, lp_models)
+from memplace.solvers.residency.machinery import delivery_bound, step_covers
+from residency_exhaustive import exhaustive_optimum, tiny_case
+
+
+def _pair_instance() -> Instance:
+    """op 1 reads a 3000-byte activation and writes another; fast memory holds 4500 bytes,
+    so one of them is at the slow level's bandwidth (10x slower) in op 1 and in the op at
+    its other end; the LP puts both half in fast memory."""
+    ops = [{"name": f"op{k}", "type": "add", "flops": 1e3} for k in range(3)]
+    tensors = [
+        {"name": "a", "kind": "activation", "size": 3000, "producer": 0, "accesses": [[0, 3000], [1, 3000]]},
+        {"name": "b", "kind": "activation", "size": 3000, "producer": 1, "accesses": [[1, 3000], [2, 3000]]},
+    ]
+    data = {"format": "memplace-instance/1", "name": "pair@toy",
+            "workload": {"name": "pair", "ops": ops, "tensors": tensors},
+            "hardware": {"name": "toy", "compute_rate": 1e9, "levels": [
+                {"name": "fast", "capacity": 4500, "bandwidth": 1e9},
+                {"name": "slow", "capacity": None, "bandwidth": 1e8}]}}
+    return Instance.from_dict(data)
+
+
+def test_the_cover_model_is_solved_only_on_request():
+    assert STEP_COVER_MODEL in ON_REQUEST_MODELS["residency"]
+    assert STEP_COVER_MODEL not in lp_models("residency")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_cover_certificate_is_at_most_the_exhaustive_optimum(seed):
+    inst, best = tiny_case(seed, slow_copies=True)
+    cert = lp_dual(inst, STEP_COVER_MODEL, 60, ceiling=best)
+    assert cert is not None and cert["ceiling"] == best
+    assert 0 < cert["bound"] <= best * (1 + 1e-9)
+    assert check_lp_dual(inst, cert, valid_latency=best) == pytest.approx(cert["bound"], rel=1e-12)
+    delivery = lp_dual(inst, DELIVERY_MODEL, 60, ceiling=best)
+    assert cert["bound"] >= delivery["bound"] * (1 - 1e-6)  # rows added only lift the LP
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_weak_duality_holds_for_any_dual_vector_and_every_cover(seed):
+    inst, best = tiny_case(seed, slow_copies=True)
+    base = step_covers.with_copy_rows(delivery_bound.formulate(inst, best))
+    occ = step_covers.occupancy(base)
+    # every minimal pair or triple that overflows a level at a step, not only violated ones
+    covers = []
+    for (level, step), tensors in sorted(occ.items()):
+        ts = sorted(tensors)
+        for a in range(len(ts)):
+            for b in range(a + 1, len(ts)):
+                cover = step_covers.valid_cover(inst, [level, step, [ts[a], ts[b]]])
+                if cover is not None:
+                    covers.append(cover)
+    model = step_covers.with_covers(base, covers, occ)
+    rng = np.random.default_rng(seed)
+    for scale in (0.0, 0.1, 1.0, 10.0):
+        z = rng.normal(0.0, scale, model.lp.rlo.size)
+        assert delivery_bound.dual_bound(model, z) <= best * (1 + 1e-9)
+
+
+def test_covers_lift_the_bound_where_two_activations_cannot_share_fast_memory():
+    inst = _pair_instance()
+    best = exhaustive_optimum(inst)
+    delivery = lp_dual(inst, DELIVERY_MODEL, 60, ceiling=best)
+    cert = lp_dual(inst, STEP_COVER_MODEL, 60, ceiling=best)
+    assert cert["covers"] == [[0, 1, [0, 1]]]
+    assert delivery["bound"] < 0.9 * best
+    assert cert["bound"] == pytest.approx(best, rel=1e-6)
+
+
+def test_a_tampered_cover_certificate_proves_less():
+    inst = _pair_instance()
+    best = exhaustive_optimum(inst)
+    cert = lp_dual(inst, STEP_COVER_MODEL, 60, ceiling=best)
+    assert check_lp_dual(inst, cert, valid_latency=best) == pytest.approx(cert["bound"], rel=1e-12)
+    # a ceiling below a latency known valid, or none known, proves nothing
+    assert check_lp_dual(inst, cert, valid_latency=best * 1.01) == -math.inf
+    assert check_lp_dual(inst, cert) == -math.inf
+    assert check_lp_dual(inst, dict(cert, rows=cert["rows"] + 1), valid_latency=best) == -math.inf
+    # a "cover" that fits the level, names a level without capacity, a step out of the
+    # program or a tensor twice is refused
+    for bad in ([0, 1, [0]], [1, 1, [0, 1]], [0, 3, [0, 1]], [0, 1, [0, 0]], [0, 1, [0, 7]], "x"):
+        assert check_lp_dual(inst, dict(cert, covers=cert["covers"][:-1] + [bad]),
+                             valid_latency=best) == -math.inf
+    # covers dropped (the rows then do not match) or duals changed prove less
+    assert not holds(cert["bound"], check_lp_dual(inst, dict(cert, covers=[]), valid_latency=best))
+    value = np.array(cert["value"])
+    big = int(np.argmax(np.abs(value)))
+    for tampered in (value * 0.0, np.where(np.arange(value.size) == big, value * 3.0, value)):
+        proved = check_lp_dual(inst, dict(cert, value=tampered.tolist()), valid_latency=best)
+        assert not holds(cert["bound"], proved)
