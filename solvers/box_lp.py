@@ -1,15 +1,19 @@
 """A boxed LP and the builder the residency relaxations fill.
 
 `BoxLP` is `min cost'x` over `rlo <= A x <= rhi`, `lo <= x <= hi`, A as row, column, value
-triplets: the form `lp_tree` branches on and weak duality checks. `Rows` builds one a
-column and a row at a time (the capped relaxation, the delivery LP, the access LP).
+triplets: the form `lp_tree` branches on and weak duality checks, handed to HiGHS by
+`highs_lp`. `Rows` builds one a column and a row at a time (the capped relaxation, the
+delivery LP, the access LP).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from memplace.solvers.highs import column_lp
 
 INF = math.inf
 
@@ -30,6 +34,15 @@ class BoxLP:
     v: np.ndarray
     scale: float = 1.0
     integer: np.ndarray | None = None
+
+    def highs_lp(self) -> Any:
+        """The LP as a `highspy.HighsLp` (column-wise, the entries of a column by row;
+        integrality dropped)."""
+        order = np.lexsort((self.r, self.c))
+        start = np.zeros(self.cost.size + 1, np.int64)
+        np.cumsum(np.bincount(self.c, minlength=self.cost.size), out=start[1:])
+        return column_lp(self.cost, self.lo, self.hi, self.rlo, self.rhi, start, self.r[order],
+                         self.v[order], None, relax=True)
 
 
 class Rows:

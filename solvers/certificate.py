@@ -171,7 +171,6 @@ def _access_dual(instance: Instance, time_limit: float | None,
                  ceiling: float | None) -> dict[str, Any] | None:
     """The access relaxation's certificate: its row duals and the ceiling it was built with."""
     import time
-    from memplace.solvers.highs import column_lp
     from memplace.solvers.residency.machinery import access_bound
     if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
         return None
@@ -181,11 +180,7 @@ def _access_dual(instance: Instance, time_limit: float | None,
                                        else began + time_limit)
     except TimeoutError:
         return None
-    cost, lo, hi, rlo, rhi, r, c, v = access_bound._arrays(model)
-    order = np.lexsort((r, c))
-    start = np.zeros(cost.size + 1, np.int64)
-    np.cumsum(np.bincount(c, minlength=cost.size), out=start[1:])
-    lp = column_lp(cost, lo, hi, rlo, rhi, start, r[order], v[order], None, relax=True)
+    lp = model.rows.arrays(model.scale).highs_lp()
     left = None if time_limit is None else max(0.05, began + time_limit - time.perf_counter())
     h = new_highs(1, 0, left)
     h.passModel(lp)

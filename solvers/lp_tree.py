@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from memplace.solvers.box_lp import BoxLP
-from memplace.solvers.highs import column_lp, new_highs
+from memplace.solvers.highs import new_highs
 
 DIGITS = 9  # significant digits of a stored dual value
 FRACTIONAL = 1e-6  # a value this far from an integer is fractional
@@ -208,13 +208,9 @@ class _Solver:
 
     def __init__(self, lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
                  groups: list[np.ndarray], priority: np.ndarray, threads: int) -> None:
-        order = np.lexsort((lp.r, lp.c))
-        start = np.zeros(lp.cost.size + 1, np.int64)
-        np.cumsum(np.bincount(lp.c, minlength=lp.cost.size), out=start[1:])
         self.h = new_highs(threads, 0, time_limit + 5.0)  # HiGHS's clock runs over every solve
         self.h.setOptionValue("solver", "simplex")
-        self.h.passModel(column_lp(lp.cost, lp.lo, lp.hi, lp.rlo, lp.rhi, start, lp.r[order],
-                                   lp.v[order], None, relax=True))
+        self.h.passModel(lp.highs_lp())
         self.lp, self.branchable, self.cap = lp, branchable, cap
         self.groups, self.priority = groups, priority
         self.cols = np.arange(lp.cost.size, dtype=np.int32)

@@ -84,7 +84,7 @@ import numpy as np
 
 from memplace.model import Instance, latency
 from memplace.solvers.box_lp import Rows
-from memplace.solvers.highs import column_lp, new_highs
+from memplace.solvers.highs import new_highs
 
 INF = math.inf
 SPAN_SCALES = (4, 32, 256, 2048)  # grid steps G of the window rows' spans [A, A + 2G)
@@ -280,20 +280,14 @@ def formulate(inst: Instance, ceiling: float, deadline: float = INF) -> AccessMo
     return AccessModel(inst, scale, b, x, stats)
 
 
-def _arrays(model: AccessModel):
-    b = model.rows
-    return (np.asarray(b.cost, np.float64), np.asarray(b.lo, np.float64), np.asarray(b.hi, np.float64),
-            np.asarray(b.rlo, np.float64), np.asarray(b.rhi, np.float64),
-            np.asarray(b.r, np.int64), np.asarray(b.c, np.int64), np.asarray(b.v, np.float64))
-
-
 def dual_bound(model: AccessModel, row_dual: np.ndarray) -> float:
     """The LP's weak-duality bound (seconds) from any row dual vector: for
     min c x, rlo <= A x <= rhi, lo <= x <= hi, every dual z gives
     sum_r z_r * (rlo_r if z_r > 0 else rhi_r) + sum_j min(d_j lo_j, d_j hi_j),
     d = c - A^T z. A row dual of the wrong sign for a one-sided row is set to 0 first
     (still a dual vector), so the figure is a bound whatever HiGHS returned."""
-    cost, lo, hi, rlo, rhi, r, c, v = _arrays(model)
+    lp = model.rows.arrays(model.scale)
+    cost, lo, hi, rlo, rhi, r, c, v = lp.cost, lp.lo, lp.hi, lp.rlo, lp.rhi, lp.r, lp.c, lp.v
     z = np.asarray(row_dual, np.float64).copy()
     z[(z > 0) & ~np.isfinite(rlo)] = 0.0
     z[(z < 0) & ~np.isfinite(rhi)] = 0.0
@@ -324,11 +318,7 @@ def access_bound(inst: Instance, ceiling: float, time_limit: float | None = None
         model = formulate(inst, ceiling, deadline)
     except TimeoutError as late:
         return AccessBound(-INF, f"not built in time ({late})", time.perf_counter() - began, {})
-    cost, lo, hi, rlo, rhi, r, c, v = _arrays(model)
-    order = np.lexsort((r, c))
-    start = np.zeros(cost.size + 1, np.int64)
-    np.cumsum(np.bincount(c, minlength=cost.size), out=start[1:])
-    lp = column_lp(cost, lo, hi, rlo, rhi, start, r[order], v[order], None, relax=True)
+    lp = model.rows.arrays(model.scale).highs_lp()
     left = None if time_limit is None else max(0.05, deadline - time.perf_counter())
     h = new_highs(threads, seed, left)
     h.passModel(lp)

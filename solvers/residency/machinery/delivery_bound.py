@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memplace.model import Instance, latency
-from memplace.solvers.highs import column_lp, new_highs
+from memplace.solvers.highs import new_highs
 from memplace.solvers.box_lp import BoxLP, Rows
 
 INF = math.inf
@@ -413,13 +413,8 @@ class DeliveryBound:
 def solve_lp(model: DeliveryModel, time_limit: float | None, threads: int = 1,
              seed: int = 0) -> tuple[str, np.ndarray | None]:
     """HiGHS on the model: its status and row duals (None when it has none)."""
-    p = model.lp
-    order = np.lexsort((p.r, p.c))
-    start = np.zeros(p.cost.size + 1, np.int64)
-    np.cumsum(np.bincount(p.c, minlength=p.cost.size), out=start[1:])
-    lp = column_lp(p.cost, p.lo, p.hi, p.rlo, p.rhi, start, p.r[order], p.v[order], None, relax=True)
     h = new_highs(threads, seed, time_limit)
-    h.passModel(lp)
+    h.passModel(model.lp.highs_lp())
     h.run()
     status = h.modelStatusToString(h.getModelStatus())
     sol = h.getSolution()

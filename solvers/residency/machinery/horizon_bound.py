@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memplace.model import Instance
-from memplace.solvers.highs import column_lp, new_highs
+from memplace.solvers.highs import new_highs
 from memplace.solvers.residency.machinery.delivery_bound import (MARGIN, DeliveryModel, dual_bound,
                                                                  formulate, model_scale)
 
@@ -104,13 +104,8 @@ def combine(inst: Instance, models: list[DeliveryModel], duals: list[np.ndarray]
 
 def _highs_of(m: DeliveryModel, threads: int, seed: int):
     """HiGHS holding block model m's LP relaxation."""
-    p = m.lp
-    order = np.lexsort((p.r, p.c))
-    start = np.zeros(p.cost.size + 1, np.int64)
-    np.cumsum(np.bincount(p.c, minlength=p.cost.size), out=start[1:])
     h = new_highs(threads, seed, None)
-    h.passModel(column_lp(p.cost, p.lo, p.hi, p.rlo, p.rhi, start, p.r[order], p.v[order], None,
-                          relax=True))
+    h.passModel(m.lp.highs_lp())
     return h
 
 

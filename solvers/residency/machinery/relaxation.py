@@ -565,11 +565,7 @@ def solve_capped(inst: Instance, ceiling: float, time_limit: float | None = None
         lp = capped_lp(inst, ceiling, deadline)
     except BuildTimeout as late:
         return CappedBound(-INF, None, f"not built in time ({late})", time.perf_counter() - began)
-    order = np.lexsort((lp.r, lp.c))
-    start = np.zeros(lp.cost.size + 1, np.int64)
-    np.cumsum(np.bincount(lp.c, minlength=lp.cost.size), out=start[1:])
-    model = column_lp(lp.cost, lp.lo, lp.hi, lp.rlo, lp.rhi, start, lp.r[order], lp.v[order], None,
-                      relax=True)
+    model = lp.highs_lp()
     left = None if time_limit is None else max(0.05, deadline - time.perf_counter())
     h = new_highs(threads, seed, left)
     h.setOptionValue("solver", "ipm")
