@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memplace.bench.results import GAP_SHIFT, TARGETS, TIME_SHIFT, Results, shifted_geomean
+from memplace.model.core.errors import MemplaceError
 from memplace.model.core.files import write_atomically
 
 Format = Callable[[Any], str]
@@ -199,6 +200,38 @@ def headline_table(results: Results) -> Table:
                f"slowest level ({base['slowest']}); the best proven lower bound of any run and "
                f"the best solution's gap to it.")
     return Table("headline", caption + provenance_note(results), columns, rows)
+
+
+def against_table(results: Results, reference: Results) -> Table:
+    """Per instance the two runs files share, the best run of each and the change: a rerun
+    of a plan (or of the solvers holding its bests) held against the committed runs.
+    Runs at a different time limit are not comparable: the caption names the limits."""
+    if results.problem.name != reference.problem.name:
+        raise MemplaceError(f"--against: the reference runs are {reference.problem.name} runs, "
+                            f"these are {results.problem.name} runs")
+    columns = [Column("instance", "instance", str),
+               Column("best here (µs)", "best_latency_s", US), Column("by", "solver", str),
+               Column("reference (µs)", "reference_latency_s", US),
+               Column("reference by", "reference_solver", str),
+               Column("change (%)", "change", PERCENT)]
+    rows = []
+    for instance in results.instances:
+        here, there = results.best_record(instance), reference.best_record(instance)
+        if here is None or there is None:
+            continue
+        rows.append([instance, here["latency"], _by(here), there["latency"], _by(there),
+                     here["latency"] / there["latency"] - 1.0])
+    worse = sum(1 for row in rows if row[5] > 0.0)
+    limits = sorted({r["time_limit"] for r in results.records + reference.records},
+                    key=lambda t: (t is None, t))
+    caption = (f"Best run per instance against the reference runs file: {len(rows)} instances "
+               f"in both, {worse} worse here; a negative change is better here. Time limits "
+               f"in the two files: {', '.join('none' if t is None else f'{t:g} s' for t in limits)}.")
+    return Table("against", caption, columns, rows)
+
+
+def _by(record: dict[str, Any]) -> str:
+    return f"{record['solver']} seed {record['seed']}"
 
 
 def write_tables(results: Results, folder: Path) -> list[Path]:

@@ -107,16 +107,23 @@ def bench_command(plan_name: str, out: str | None, jobs: int | None, resume: boo
 @click.command("report")
 @click.argument("runs", type=click.Path(dir_okay=False))
 @click.option("--out", type=click.Path(file_okay=False), help="output folder [default: the runs file's folder]")
-def report_command(runs: str, out: str | None) -> None:
+@click.option("--against", type=click.Path(exists=True, dir_okay=False),
+              help="a reference runs file: also write table_against (each instance's best "
+                   "here against its best there)")
+def report_command(runs: str, out: str | None, against: str | None) -> None:
     """Tables (Markdown, LaTeX, CSV) and plots (PNG, SVG) from a runs file."""
     from memplace.bench.report_plots import write_plots
-    from memplace.bench.report_tables import write_tables
+    from memplace.bench.report_tables import against_table, write_tables
     from memplace.bench.results import Results
     from memplace.bench.store import read_runs
     folder = Path(out) if out else Path(runs).parent
     folder.mkdir(parents=True, exist_ok=True)
     results = Results(read_runs(runs), cache_folder=folder)
     written = write_tables(results, folder) + write_plots(results, folder)
+    if against:
+        table = against_table(results, Results(read_runs(against)))
+        written += table.write(folder)
+        click.echo(table.caption)
     click.echo(f"{len(results.records)} runs on {len(results.instances)} instances by "
                f"{len(results.solvers)} solvers; wrote {len(written)} files to {folder}")
     for path in written:

@@ -152,3 +152,26 @@ def test_shifted_geomean_lies_between_min_and_max(values, shift):
     mean = shifted_geomean(values, shift)
     assert min(values) - 1e-9 * (1 + max(values)) <= mean <= max(values) + 1e-9 * (1 + max(values))
     assert shifted_geomean([values[0]] * 3, shift) == pytest.approx(values[0], rel=1e-9, abs=1e-12)
+
+
+def test_against_compares_each_instances_best_with_the_reference(runs, tmp_path):
+    """A rerun whose best is 0.9 C (solver A seed 0) against a reference whose best is the
+    compiler's C: the change is -10%, and the caption counts no instance worse; the other
+    way round it counts one."""
+    c = runs["c"]
+    reference = tmp_path / "reference.jsonl"
+    reference.write_text(json.dumps(runs["records"][0]) + "\n")  # the compiler's run only
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["report", str(runs["folder"] / "runs.jsonl"),
+                                       "--out", str(out), "--against", str(reference)])
+    assert result.exit_code == 0, result.output
+    assert "1 instances in both, 0 worse here" in result.output
+    with open(out / "table_against.csv", newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["solver"] == "A seed 0" and row["reference_solver"] == "compiler seed 0"
+    assert math.isclose(float(row["best_latency_s"]), 0.9 * c)
+    assert math.isclose(float(row["change"]), -0.1)
+    back = CliRunner().invoke(main, ["report", str(reference), "--out", str(tmp_path / "back"),
+                                     "--against", str(runs["folder"] / "runs.jsonl")])
+    assert back.exit_code == 0, back.output
+    assert "1 worse here" in back.output
