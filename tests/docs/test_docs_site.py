@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from memplace.bench.report_tables import write_tables
+from memplace.bench.report_tables import against_table, write_tables
 from memplace.bench.results import Results
 from memplace.bench.store import read_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTED = sorted(p.parent.name for p in (ROOT / "results").glob("*/runs.jsonl"))
+# folders whose report was written with `memplace report --against results/REF/runs.jsonl`
+AGAINST = {"residency-check": "residency"}
 
 
 def test_site_builds_with_no_broken_link(tmp_path):
@@ -49,7 +51,11 @@ def test_committed_report_tables_are_what_the_committed_runs_produce(name, tmp_p
     folder = ROOT / "results" / name
     for cache in folder.glob("static_optimum.json"):
         shutil.copy(cache, tmp_path)
-    written = write_tables(Results(read_runs(folder / "runs.jsonl"), cache_folder=tmp_path), tmp_path)
+    results = Results(read_runs(folder / "runs.jsonl"), cache_folder=tmp_path)
+    written = write_tables(results, tmp_path)
+    if name in AGAINST:
+        reference = Results(read_runs(ROOT / "results" / AGAINST[name] / "runs.jsonl"))
+        written += against_table(results, reference).write(tmp_path)
     assert {p.name for p in written} == {p.name for p in folder.glob("table_*")}
     for path in written:
         assert path.read_bytes() == (folder / path.name).read_bytes(), f"results/{name}/{path.name}"
