@@ -108,3 +108,28 @@ def test_a_tampered_cover_certificate_proves_less():
     for tampered in (value * 0.0, np.where(np.arange(value.size) == big, value * 3.0, value)):
         proved = check_lp_dual(inst, dict(cert, value=tampered.tolist()), valid_latency=best)
         assert not holds(cert["bound"], proved)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_a_tree_over_the_step_cover_lp_is_at_most_the_exhaustive_optimum(seed):
+    inst, best = tiny_case(seed, slow_copies=True)
+    got = step_covers.grow_tree(inst, best, 30, 20)
+    proved = step_covers.check_tree(inst, best, [c.to_json() for c in got.covers], got.rows, got.tree)
+    assert proved == pytest.approx(got.bound, rel=1e-9)
+    assert got.root_bound * (1 - 1e-6) <= proved <= best * (1 + 1e-9)  # duals stored at 9 digits
+
+
+def test_a_tampered_tree_proves_nothing_or_less():
+    inst = _pair_instance()
+    best = exhaustive_optimum(inst)
+    got = step_covers.grow_tree(inst, best * 1.5, 30, 20)
+    covers = [c.to_json() for c in got.covers]
+    assert step_covers.check_tree(inst, best * 1.5, covers, got.rows, got.tree) <= best * (1 + 1e-9)
+    assert step_covers.check_tree(inst, best * 1.5, covers, got.rows + 1, got.tree) == -math.inf
+    assert step_covers.check_tree(inst, best * 1.5, covers + [[0, 1, [0]]], got.rows, got.tree) == -math.inf
+    bad = {"branch": [10**6], "at": 0, "down": {"index": [], "value": []}, "up": {"index": [], "value": []}}
+    assert step_covers.check_tree(inst, best * 1.5, covers, got.rows, bad) == -math.inf
+    # a branch on the time column E[0] (not 0/1 at valid points) is refused
+    bad["branch"] = [0]
+    assert step_covers.check_tree(inst, best * 1.5, covers, got.rows, bad) == -math.inf

@@ -312,3 +312,61 @@ def check(inst: Instance, ceiling: float, raw_covers: Any, rows: int, index: Any
     if not np.isfinite(z).all():
         return -math.inf
     return delivery_bound.dual_bound(model, z)
+
+
+def branching(model: DeliveryModel) -> tuple[np.ndarray, np.ndarray]:
+    """The columns a tree over this LP may branch on, and their priority (the tensor's size):
+    every home, window and kept-window column, each 0 or 1 at every valid solution's point
+    (steps 1-3 of `access_bound.py`'s argument)."""
+    branchable = np.zeros(model.lp.cost.size, bool)
+    priority = np.zeros(model.lp.cost.size)
+    for t, tc in model.columns.items():
+        cols = [int(c) for c in model.homes[t] if c >= 0]
+        cols += [c for w in tc.windows for c in w.values()] + [c for k in tc.kept for c in k.values()]
+        branchable[cols] = True
+        priority[cols] = float(model.instance.size[t])
+    return branchable, priority
+
+
+@dataclass
+class CoverTree:
+    """A tree over the step-cover LP: the bound it proves (seconds), its root's, its covers."""
+
+    bound: float
+    root_bound: float
+    covers: list[Cover]
+    tree: dict[str, Any] | None
+    leaves: int
+    rows: int
+
+
+def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int) -> CoverTree:
+    """The covers of `cover_bound` (a third of the time at most), then a tree over the LP
+    with them (`lp_tree.grow`, the larger tensors' columns first) for the rest."""
+    from memplace.solvers import lp_tree
+    began = time.perf_counter()
+    got = cover_bound(inst, ceiling, time_limit / 3)
+    model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling)), got.covers)
+    branchable, priority = branching(model)
+    left = max(1.0, began + time_limit - time.perf_counter())
+    grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left, max_leaves, [],
+                         priority, model.scale)
+    return CoverTree(grown.bound, grown.root_bound, got.covers, grown.tree, grown.leaves,
+                     int(model.lp.rlo.size))
+
+
+def check_tree(inst: Instance, ceiling: float, raw_covers: Any, rows: int, tree: Any) -> float:
+    """The bound (seconds, before any margin, at most the ceiling) a tree certificate
+    proves: the LP rebuilt with the covers, every disjunction on branchable columns
+    (`branching`), the least leaf bound by weak duality; -inf if anything does not fit."""
+    from memplace.solvers import lp_tree
+    if not isinstance(raw_covers, list) or not isinstance(tree, dict):
+        return -math.inf
+    covers = [valid_cover(inst, raw) for raw in raw_covers]
+    if any(cv is None for cv in covers):
+        return -math.inf
+    model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling)), covers)
+    if rows != model.lp.rlo.size:
+        return -math.inf
+    branchable, _ = branching(model)
+    return min(lp_tree.check_tree(model.lp, tree, branchable) * model.scale, ceiling)
