@@ -287,18 +287,25 @@ def cover_bound(inst: Instance, ceiling: float, time_limit: float = 600.0,
     return CoverBound(bound, kept, z, root, rounds, time.perf_counter() - began, status)
 
 
+def _rebuilt(inst: Instance, ceiling: float, raw_covers: Any, rows: int):
+    """The step-cover LP a certificate names, rebuilt from the instance with its covers,
+    or None when a cover is not one or the row count differs from the stored one."""
+    if not isinstance(raw_covers, list):
+        return None
+    covers = [valid_cover(inst, raw) for raw in raw_covers]
+    if any(cv is None for cv in covers):
+        return None
+    model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling)), covers)
+    return model if rows == model.lp.rlo.size else None
+
+
 def check(inst: Instance, ceiling: float, raw_covers: Any, rows: int, index: Any, value: Any) -> float:
     """The bound (seconds, before any margin) a certificate proves: the delivery
     relaxation with `ceiling`, the covers appended, the dual vector (`rows` long, sparse
     as `index`/`value`) through weak duality; -inf when a cover is not one or the duals
     do not fit."""
-    if not isinstance(raw_covers, list):
-        return -math.inf
-    covers = [valid_cover(inst, raw) for raw in raw_covers]
-    if any(cv is None for cv in covers):
-        return -math.inf
-    model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling)), covers)
-    if rows != model.lp.rlo.size:
+    model = _rebuilt(inst, ceiling, raw_covers, rows)
+    if model is None:
         return -math.inf
     try:
         idx = np.asarray(index, np.int64)
@@ -360,13 +367,8 @@ def check_tree(inst: Instance, ceiling: float, raw_covers: Any, rows: int, tree:
     proves: the LP rebuilt with the covers, every disjunction on branchable columns
     (`branching`), the least leaf bound by weak duality; -inf if anything does not fit."""
     from memplace.solvers import lp_tree
-    if not isinstance(raw_covers, list) or not isinstance(tree, dict):
-        return -math.inf
-    covers = [valid_cover(inst, raw) for raw in raw_covers]
-    if any(cv is None for cv in covers):
-        return -math.inf
-    model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling)), covers)
-    if rows != model.lp.rlo.size:
+    model = _rebuilt(inst, ceiling, raw_covers, rows) if isinstance(tree, dict) else None
+    if model is None:
         return -math.inf
     branchable, _ = branching(model)
     return min(lp_tree.check_tree(model.lp, tree, branchable) * model.scale, ceiling)
