@@ -64,9 +64,9 @@ def _kernel_notice() -> str:
         return f"kernels: loading the compiled kernels from the cache in {folder}"
     last = numba_cache.last_compile_seconds()
     took = (f"the last compile here took {last:.0f} s" if last is not None
-            else "this takes a minute or two on 2 idle cores")
+            else "this takes two to five minutes")
     return (f"kernels: compiling every Numba kernel of memplace before the first run, once, "
-            f"in two processes (cached in {folder}, where later commands load them); {took}")
+            f"in this process (cached in {folder}, where later commands load them); {took}")
 
 
 @click.command("bench")

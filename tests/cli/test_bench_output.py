@@ -20,7 +20,7 @@ def test_bench_says_what_the_kernels_do_before_any_progress_and_nothing_from_hig
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[0].startswith(("kernels: compiling every Numba kernel of memplace before the first run, once, "
-                                "in two processes (cached in ",
+                                "in this process (cached in ",
                                 "kernels: loading the compiled kernels from the cache in "))
     assert lines[1].startswith("plan tiny: 2 runs = 1 instance x 2 solvers x 1 seed; to run now: 2")
     assert lines[2].startswith("kernels: ready in ")

@@ -1,4 +1,4 @@
-"""Compiling the kernels ahead: the parts `memplace warmup` compiles in two processes, in
+"""Compiling the kernels ahead: the parts `memplace warmup` compiles (in two processes with `--jobs 2`), in
 an order where no part compiles a kernel that a part running beside it calls, and what a
 run that finds its kernels missing says before compiling them."""
 from __future__ import annotations
