@@ -284,33 +284,17 @@ def carry_over(lib: Library, older: Library, echo: Callable[[str], None] = print
     return copied
 
 
-def build_3(lib: Library, echo: Callable[[str], None] = print) -> None:
-    """Version 2's entries as they were frozen, to be improved (`improve`)."""
-    from memplace.instances.library import read_library
-    carry_over(lib, read_library(2), echo)
+def carried_over(previous: int) -> Callable[[Library, Callable[[str], None]], None]:
+    """The builder of version `previous` + 1: version `previous`'s entries as they were
+    frozen, to be improved (`improve`)."""
+    def build_next(lib: Library, echo: Callable[[str], None] = print) -> None:
+        from memplace.instances.library import read_library
+        carry_over(lib, read_library(previous), echo)
+    build_next.__doc__ = f"Version {previous}'s entries as they were frozen, to be improved (`improve`)."
+    return build_next
 
 
-# ------------------------------------------------------------------ version 4
-def build_4(lib: Library, echo: Callable[[str], None] = print) -> None:
-    """Version 3's entries as they were frozen, to be improved (`improve`)."""
-    from memplace.instances.library import read_library
-    carry_over(lib, read_library(3), echo)
-
-
-# ------------------------------------------------------------------ version 5
-def build_5(lib: Library, echo: Callable[[str], None] = print) -> None:
-    """Version 4's entries as they were frozen, to be improved (`improve`)."""
-    from memplace.instances.library import read_library
-    carry_over(lib, read_library(4), echo)
-
-
-# ------------------------------------------------------------------ version 6
-def build_6(lib: Library, echo: Callable[[str], None] = print) -> None:
-    """Version 5's entries as they were frozen, to be improved (`improve`)."""
-    from memplace.instances.library import read_library
-    carry_over(lib, read_library(5), echo)
-
-
+build_3, build_4, build_5, build_6 = (carried_over(v) for v in (2, 3, 4, 5))
 BUILDERS: dict[int, Callable[[Library, Callable[[str], None]], None]] = {
     1: build, 2: build_2, 3: build_3, 4: build_4, 5: build_5, 6: build_6}
 DESCRIPTIONS = {
@@ -319,12 +303,6 @@ DESCRIPTIONS = {
     2: "memplace-lib/2: the zoo's exports of PyTorch models and the XLA programs (with version 1's "
        "ONNX exports and generated residency workloads), static and residency; packing: "
        "MiniMalloc's suite, idealloc's traces, XLA heaps and generated families",
-    3: "memplace-lib/3: memplace-lib/2's entries (the same instances and pairs left out) with "
-       "better best known solutions and bounds",
-    4: "memplace-lib/4: memplace-lib/3's entries (the same instances and pairs left out) with "
-       "better best known solutions and bounds",
-    5: "memplace-lib/5: memplace-lib/4's entries (the same instances and pairs left out) with "
-       "better best known solutions and bounds",
-    6: "memplace-lib/6: memplace-lib/5's entries (the same instances and pairs left out) with "
-       "better best known solutions and bounds",
+    **{v: f"memplace-lib/{v}: memplace-lib/{v - 1}'s entries (the same instances and pairs left "
+          "out) with better best known solutions and bounds" for v in (3, 4, 5, 6)},
 }
