@@ -2,6 +2,7 @@
 replayed solvers scoring exactly their latency, masked actions."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -180,7 +181,10 @@ def test_baselines_command_names_an_unknown_instance_in_one_line():
 
 
 def test_async_vector_env_runs_the_residency_game():
-    envs = gym.vector.AsyncVectorEnv([lambda: gym.make(RESIDENCY_ID, instances=SMALL)] * 2)
+    # Spawned workers, as JAX (imported by other tests) requires: forking a process that has
+    # started JAX's threads can deadlock the child. `module:id` imports memplace.envs there.
+    make = functools.partial(gym.make, f"memplace.envs:{RESIDENCY_ID}", instances=SMALL)
+    envs = gym.vector.AsyncVectorEnv([make] * 2, context="spawn")
     try:
         obs, _ = envs.reset(seed=[1, 2])
         actions = np.array([int(np.flatnonzero(m)[-1]) for m in obs["action_mask"]])
