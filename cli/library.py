@@ -124,12 +124,18 @@ def verify_command(version: str) -> None:
 @click.option("--from-best", is_flag=True,
               help="solvers that take a start solution (residency multistart) start from the "
                    "entry's best known as well; its sha256 is in the provenance")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="solver parameter, as 'memplace solve' takes it (repeatable): every solver "
+                   "that runs must accept it (e.g. --solver multistart --param start=FILE)")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,
                     max_ops: int | None, seeds: int, scheduler: str | None,
                     solvers: tuple[str, ...], min_gap: float | None, no_certify: bool,
-                    certify_only: bool, lp_models: tuple[str, ...], from_best: bool) -> None:
+                    certify_only: bool, lp_models: tuple[str, ...], from_best: bool,
+                    params: tuple[str, ...]) -> None:
     """Run the solvers with a budget and record better solutions and bounds with provenance."""
     from memplace.bench.library.improve import IMPROVERS, improve
+    from memplace.cli.solve import parse_params
+    given = parse_params(params)
     if time_limit <= 0:
         raise MemplaceError(f"--time-limit must be > 0 seconds, got {time_limit}")
     lib = _read(version)
@@ -137,13 +143,14 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
     chosen = [e for e in chosen if (problem is None or e.problem == problem)
               and (max_ops is None or e.ops <= max_ops)
               and (min_gap is None or e.gap is None or 100 * e.gap > min_gap)]
-    if certify_only and (no_certify or solvers):
-        raise MemplaceError("--certify-only runs no solver: give neither --solver nor --no-certify")
+    if certify_only and (no_certify or solvers or given):
+        raise MemplaceError("--certify-only runs no solver: give none of --solver, --param "
+                            "and --no-certify")
     per_problem = ({p: () for p in IMPROVERS} if certify_only else
                    {p: tuple(solvers) for p in IMPROVERS} if solvers else None)
     found = improve(lib, time_limit, chosen, scheduler, seeds, echo=click.echo,
                     solvers=per_problem, certify=not no_certify, models=lp_models or None,
-                    from_best=from_best)
+                    from_best=from_best, params=given)
     click.echo(f"{found} improvements recorded in {lib.folder}")
 
 

@@ -14,14 +14,14 @@ import math
 import time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
 from memplace.bench.library import store
 from memplace.bench.library.check import load_entry_instance
 from memplace.instances.library import OPTIMAL_GAP, Entry, Library
-from memplace.model.core.errors import MemplaceError
+from memplace.model.core.errors import MemplaceError, ParameterError
 
 DEFAULTS = {"static": "compiler", "residency": "msa", "packing": "best-heuristic"}
 # The solvers `improve` runs per problem: the exact models first (they also prove bounds).
@@ -210,15 +210,46 @@ def certify_task(lib: Library, e: Entry, budget: float,
     return tasks
 
 
+def solver_params(problems: Iterable[str], solvers: dict[str, tuple[str, ...]] | None,
+                  given: Mapping[str, Any] | None, from_best: bool = False
+                  ) -> dict[tuple[str, str], dict[str, Any]]:
+    """The parameters `given` (KEY=VALUE strings from the command line, as `memplace solve
+    --param` takes them) converted for every solver that will run on `problems`, keyed by
+    (problem, solver). Every one of those solvers must accept every key: a ParameterError
+    names the solver and the key or value it refuses, before anything runs."""
+    from memplace.solvers import solver_info
+    given = dict(given or {})
+    if not given:
+        return {}
+    if from_best and "start" in given:
+        raise ParameterError("--from-best starts from the best known: give it or --param start=, "
+                             "not both")
+    out = {}
+    for problem in problems:
+        for solver in (solvers or IMPROVERS).get(problem, ()):
+            if problem == "packing":
+                raise ParameterError(f"packing's {solver!r} takes no parameter "
+                                     f"(given: {', '.join(given)})")
+            checked = solver_info(solver, problem).check(given)
+            out[problem, solver] = {key: checked[key] for key in given}
+    if not out:
+        raise ParameterError(f"--param {next(iter(given))!r} given, but no solver runs")
+    return out
+
+
 def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: int = 1,
                   solvers: dict[str, tuple[str, ...]] | None = None,
                   certify: bool = True, models: Iterable[str] | None = None,
-                  from_best: bool = False) -> list[Task]:
+                  from_best: bool = False,
+                  params: Mapping[str, Any] | None = None) -> list[Task]:
     """A run of every improver of each entry's problem, `budget` seconds each, after the
     entry's certificate bounds are refreshed (`certify_task`); entries already optimal
     are skipped. With `from_best`, a solver that takes a `start` solution file (residency
-    `multistart`) starts from the entry's best known as well."""
+    `multistart`) starts from the entry's best known as well. `params` (checked by
+    `solver_params`) are given to every solver run."""
     from memplace.solvers import solver_info
+    entries = list(entries)
+    given = solver_params({e.problem for e in entries}, solvers, params, from_best)
     tasks = []
     for e in entries:
         if e.gap is not None and e.gap <= OPTIMAL_GAP:
@@ -227,12 +258,13 @@ def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: 
             tasks += certify_task(lib, e, budget, models)
         for solver in (solvers or IMPROVERS).get(e.problem, ()):
             for seed in range(seeds):
-                params = {"capacity": e.data["capacity"]} if e.data.get("capacity") else {}
+                run_params = {"capacity": e.data["capacity"]} if e.data.get("capacity") else {}
                 if from_best and e.problem != "packing" and e.best.get("file") and \
                         "start" in solver_info(solver, e.problem).params:
-                    params["start"] = str(lib.path(e.best["file"]))
+                    run_params["start"] = str(lib.path(e.best["file"]))
+                run_params.update(given.get((e.problem, solver), {}))
                 tasks.append(Task(e.id, e.problem, str(lib.instance_source(e)), solver, budget,
-                                  seed, params))
+                                  seed, run_params))
     return tasks
 
 
@@ -240,16 +272,18 @@ def improve(lib: Library, budget: float, entries: Iterable[Entry] | None = None,
             scheduler: str | None = None, seeds: int = 1,
             echo: Callable[[str], None] = print,
             solvers: dict[str, tuple[str, ...]] | None = None, certify: bool = True,
-            models: Iterable[str] | None = None, from_best: bool = False) -> int:
+            models: Iterable[str] | None = None, from_best: bool = False,
+            params: Mapping[str, Any] | None = None) -> int:
     """Run the improvers (`solvers` per problem, default IMPROVERS) on `entries` (default:
-    every entry not yet optimal) and record what is better, saving the library after
-    each result. Returns the improvements."""
+    every entry not yet optimal), each with `params` (`solver_params`), and record what is
+    better, saving the library after each result. Returns the improvements."""
     chosen = list(lib.entries if entries is None else entries)
+    solver_params({e.problem for e in chosen}, solvers, params, from_best)  # before anything
     for e in chosen:
         load_entry_instance(lib, e)  # an instance that changed is refused before any run
         store.prune_dominated(lib, e)
     count = 0
-    tasks = improve_tasks(lib, chosen, budget, seeds, solvers, certify, models, from_best)
+    tasks = improve_tasks(lib, chosen, budget, seeds, solvers, certify, models, from_best, params)
     for outcome in results(tasks, scheduler):
         lines = record(lib, outcome)
         count += sum(1 for line in lines if "failed" not in line)

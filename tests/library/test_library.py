@@ -177,3 +177,43 @@ def test_improve_from_best_starts_multistart_from_the_best_known_and_names_it(sm
     assert outcome["params"]["start"] == f"sha256:{digest}"  # not the local path
     assert json.loads(outcome["solution"])["solver"]["params"]["start"] == f"sha256:{digest}"
     assert outcome["objective"] <= entry.best["objective"] * (1 + 1e-9)
+
+
+def test_improve_param_reaches_every_run_converted_and_is_in_the_provenance(small_library,
+                                                                           tmp_path):
+    from memplace.bench.library.improve import improve_tasks, run_task
+    lib = read_library(_copy(small_library, tmp_path))
+    entry = lib.entry("residency/" + INSTANCE)
+    tasks = improve_tasks(lib, [entry], 2.0, seeds=2, solvers={"residency": ("sa",)},
+                          certify=False, params={"iterations": "300", "restarts": "1"})
+    assert [(t.seed, t.params) for t in tasks] == [(0, {"iterations": 300, "restarts": 1}),
+                                                    (1, {"iterations": 300, "restarts": 1})]
+    outcome = run_task(tasks[0])
+    assert outcome["params"]["iterations"] == 300 and outcome["params"]["restarts"] == 1
+    assert json.loads(outcome["solution"])["solver"]["params"]["iterations"] == 300
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--solver", "sa", "--param", "no_such=1"], ["'sa'", "'no_such'"]),
+    (["--solver", "sa", "--param", "iterations=many"], ["'sa'", "'iterations'", "'many'"]),
+    (["--solver", "sa", "--param", "restarts=0"], ["'sa'", "'restarts'"]),
+    (["--solver", "sa", "--param", "iterations"], ["'iterations'", "KEY=VALUE"]),
+    (["--param", "start=x.json"], ["'bound'", "'start'"]),  # the default improvers: bound has none
+    (["--solver", "multistart", "--from-best", "--param", "start=x.json"], ["--from-best", "start"]),
+    (["--certify-only", "--param", "iterations=1"], ["--certify-only", "--param"]),
+], ids=["unknown key", "not a number", "out of range", "no value", "a solver without it",
+        "start twice", "no solver runs"])
+def test_improve_refuses_a_bad_param_with_one_line_naming_it_before_running(small_library, args,
+                                                                             words):
+    import subprocess
+    import sys
+    from memplace.instances.library import content_hash
+    before = content_hash(small_library)
+    done = subprocess.run([sys.executable, "-m", "memplace.cli", "lib", "improve", "--lib",
+                           str(small_library), "--entry", "residency/" + INSTANCE,
+                           "--time-limit", "1", *args], capture_output=True, text=True)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    assert content_hash(small_library) == before  # nothing ran, nothing was written
