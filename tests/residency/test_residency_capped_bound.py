@@ -13,10 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memplace.instances import load
+from memplace.model import Instance
 from memplace.model.residency import lower_bound
 from memplace.solvers import solve
 from memplace.solvers.certificate import CAPPED_MODEL, check_lp_dual, lp_dual
-from memplace.solvers.residency.machinery.relaxation import capped_lp, weak_duality
+from memplace.solvers.residency.machinery.relaxation import (capped_lp, formulate, model_columns,
+                                                             weak_duality)
+from randominst import random_instance_dict
 from residency_exhaustive import tiny_case
 
 
@@ -70,3 +73,33 @@ def test_bound_runs_the_capped_lp_where_the_milp_is_large(monkeypatch):
     capped = res.notes["capped"]
     assert math.isfinite(capped["bound"]) and capped["bound"] <= valid
     assert res.bound >= capped["bound"] and res.bound <= res.solution.latency
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.integers(2, 20), st.integers(2, 25), st.integers(2, 4),
+       st.sampled_from([0.3, 1.0, 3.0]), st.booleans())
+def test_model_columns_counts_the_built_model(seed, n_ops, n_tensors, n_levels, tight, starts):
+    inst = Instance.from_dict(random_instance_dict(seed, n_ops=n_ops, n_tensors=n_tensors,
+                                                   n_levels=n_levels, tight=tight))
+    built = formulate(inst, binary_starts=starts, binary_holds=starts)
+    assert model_columns(inst, starts) == built.stats["columns"]
+
+
+@pytest.mark.parametrize("name", ["bert-base[seq_len=256]@edge-npu", "resnet50@nnpi", "vgg16@tpu"])
+def test_model_columns_counts_committed_programs(name):
+    inst = load(name, problem="residency")
+    for starts in (False, True):
+        assert model_columns(inst, starts) == formulate(inst, binary_starts=starts).stats["columns"]
+
+
+@pytest.mark.parametrize("above", [False, True])
+def test_bound_decides_the_capped_lp_on_the_built_model(monkeypatch, above):
+    from memplace.solvers.residency import bound as bound_module
+    # the threshold at the model's real size (980 columns on vgg16@nnpi, where a count of
+    # every tensor's live range as hold columns said 1,443): the capped LP runs only above it
+    inst = load("vgg16@nnpi", problem="residency")
+    columns = formulate(inst, binary_starts=False).stats["columns"]
+    monkeypatch.setattr(bound_module, "CAPPED_COLUMNS", columns - 1 if above else columns)
+    res = bound_module.bound_and_incumbent(inst, time_limit=None, seeds=False)
+    assert ("capped" in res.notes) == above
+    assert "phase0" in res.notes

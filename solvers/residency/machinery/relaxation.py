@@ -125,18 +125,37 @@ def tensor_accesses(inst: Instance, t: int) -> list[tuple[int, int, int]]:
     return [(int(inst.access_op[a]), int(inst.op_bytes[a]), int(a)) for a in idx]
 
 
-def estimated_columns(inst: Instance) -> int:
-    """About how many columns `formulate` makes (the prefetch and eviction shares dominate:
-    one per interval between a tensor's earliest copy and each of its accesses)."""
-    L = inst.n_levels
-    pairs = L * (L - 1) // 2
-    producer = np.array([-1 if t["producer"] is None else t["producer"] for t in inst.tensors], np.int64)
-    lo = np.where(producer >= 0, producer + 1, inst.start)
+def model_columns(inst: Instance, binary_starts: bool = False) -> int:
+    """How many columns `formulate` makes, counted without building the model (the
+    prefetch and eviction shares dominate: one per interval between a tensor's earliest
+    copy and each of its accesses, per pair of levels the tensor fits). `formulate`'s
+    column count is this, exactly; the binaries of `binary_holds` change no count."""
+    T, L, n = inst.n_tensors, inst.n_levels, inst.n_ops
+    fits = inst.size[:, None] <= inst.capacity[None, :]
+    fits[:, L - 1] = True
+    p = np.array([-1 if t["producer"] is None else t["producer"] for t in inst.tensors], np.int64)
+    lo = np.where(p >= 0, p + 1, inst.start)
+    n_acc = np.diff(inst.tensor_ptr)
+    owner = np.repeat(np.arange(T), n_acc)
     k = inst.access_op[inst.tensor_access]
-    owner = np.repeat(np.arange(inst.n_tensors), np.diff(inst.tensor_ptr))
-    shares = np.maximum(k - lo[owner], 0).sum() * pairs
-    live = (inst.end - inst.start + 1).sum() * max(L - 1, 1)
-    return int(shares + live + inst.op_tensor.size * L + inst.n_ops)
+    fit_count = fits.sum(axis=1)
+    cols = n + int(fit_count.sum()) + int(fit_count[owner].sum())  # E, x, s
+    evicts = (p >= 0) & (inst.end - 1 >= p + 1) & (n_acc >= 2)
+    for h in range(1, L):  # V: an eviction to each home below a level the tensor fits
+        homes = evicts & fits[:, h] & fits[:, :h].any(axis=1)
+        cols += int((inst.end - p - 1)[homes].sum())
+    span = np.maximum(k - lo[owner], 0)  # F (and Y) columns of one window first serving an access
+    for l in range(L - 1):  # windows in level l, over the homes below it
+        inside = fits[:, l]
+        below = fits[:, l + 1:].sum(axis=1)
+        per_tensor = n_acc + (n_acc - 1) + np.where(p >= 0, n_acc - 1 + inst.end - p + 1, 0)  # w, c; g, Q
+        per_access = span * (below[owner] + int(binary_starts))
+        cols += int(per_tensor[inside].sum()) + int(per_access[inside[owner]].sum())
+    weights = inst.is_weight == 1
+    for l in range(L):  # each level's weight load
+        if not (l == L - 1 and inst.levels[l].capacity is None) and fits[weights, l].any():
+            cols += 1
+    return cols
 
 
 class BuildTimeout(Exception):
