@@ -53,6 +53,7 @@ from memplace.model.residency import ResidencySolution, lower_bound, simulate, v
 from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.machinery import move_loop
 from memplace.solvers.residency.machinery.allocation import assign_windows
+from memplace.solvers.residency.machinery.home_exchanges import exchange
 from memplace.solvers.residency.machinery.home_swaps import descend
 from memplace.solvers.residency.machinery.shared_slots import rotations
 from memplace.solvers.residency.machinery.starts import (finish_seconds, milp_start, msa_solution,
@@ -71,6 +72,10 @@ PARAMS = {
     "swap_share": Param(0.25, float, 0.0, 1.0, doc="share of the time left after the starts "
                                                    "for swaps and demotions of homes from the best "
                                                    "start (home_swaps.py; 0: none)"),
+    "exchange_share": Param(0.0, float, 0.0, 1.0, doc="share of the time left after the "
+                                                       "swaps for exchanges of a fast weight's home "
+                                                       "with last-level weights filling its space, "
+                                                       "windows kept (home_exchanges.py; 0: none)"),
     "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is "
                                                "another start (0: none)"),
     "offer_every": Param(1.0, float, 0.0, doc="seconds between offers of the best solution"),
@@ -120,17 +125,17 @@ def rewindow(instance: Instance, sol: ResidencySolution,
           "homes, then reheated anneals from the best (iterated local search)", params=PARAMS, problem="residency")
 def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: float,
                      home_rate: float, lead: float, milp_share: float, swap_share: float,
-                     static_moves: int, offer_every: float, rotate: bool,
+                     exchange_share: float, static_moves: int, offer_every: float, rotate: bool,
                      start: str) -> None:
     if ctx.time_limit is None:
         raise ParameterError("solver 'multistart' (residency) needs a time limit")
     ctx.lower_bound = lower_bound(ctx.instance)
-    starts = _starts(ctx, milp_share, swap_share, static_moves, rotate, start)
+    starts = _starts(ctx, milp_share, swap_share, static_moves, rotate, start, exchange_share)
     _anneal_all(ctx, starts, anneals, t_start, t_end, home_rate, lead, offer_every)
 
 
 def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_moves: int,
-            rotate: bool, start: str) -> list[ResidencySolution]:
+            rotate: bool, start: str, exchange_share: float = 0.0) -> list[ResidencySolution]:
     """Every start offered and noted, in the order the anneals take them: the best first,
     a rotation of it (often slower at first) second."""
     inst = ctx.instance
@@ -165,6 +170,13 @@ def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_mov
         ctx.notes["swap_tries"] = tries
         if swapped is not starts[0]:
             add(swapped, "swaps")
+            starts.insert(0, starts.pop())
+    if exchange_share > 0 and not ctx.should_stop():
+        exchanged, tries = exchange(inst, starts[0], ctx.rng,
+                                    time.perf_counter() + exchange_share * ctx.remaining())
+        ctx.notes["exchange_tries"] = tries
+        if exchanged is not starts[0]:
+            add(exchanged, "exchanges")
             starts.insert(0, starts.pop())
     if rotate and not ctx.should_stop():
         turned = rotations(inst, starts[0], start_by(START_SHARE))

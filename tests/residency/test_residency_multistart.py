@@ -1,6 +1,8 @@
 """`multistart` (residency): valid output on random and committed instances, its static
 MILP start (`starts.milp_start`) reaching homes that `sa`'s moves from msa's start do not,
-and its swaps and demotions of homes (`home_swaps.descend`) freeing fast memory for copies."""
+its swaps and demotions of homes (`home_swaps.descend`) freeing fast memory for copies, and
+its exchanges of one fast weight for last-level weights that fill its space
+(`home_exchanges.exchange`)."""
 from __future__ import annotations
 
 import time
@@ -15,6 +17,7 @@ from memplace.instances import load
 from memplace.model import Instance
 from memplace.model.residency import simulate, validate
 from memplace.solvers import load_kernels, solve
+from memplace.solvers.residency.machinery.home_exchanges import exchange
 from memplace.solvers.residency.machinery.home_swaps import descend
 from memplace.model.core.errors import ParameterError
 from memplace.model.residency import ResidencySolution
@@ -25,6 +28,7 @@ from randominst import random_instance_dict
 
 LIBRARY = Path(__file__).resolve().parents[2] / "instances/library/memplace-lib-2/instances"
 LIBRARY_3 = Path(__file__).resolve().parents[2] / "instances/library/memplace-lib-3"
+LIBRARY_6 = Path(__file__).resolve().parents[2] / "instances/library/memplace-lib-6"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -240,3 +244,48 @@ def test_a_pair_takes_turns_in_the_slot_of_a_faster_weight_that_moves_down():
     assert moved.latency == pytest.approx(7.1e-6)
     assert found[(0, 2, 2)].latency == pytest.approx(9.5e-6)  # the pair in t's own slot
     assert check(inst, 2.0, static_moves=0, milp_share=0.0).latency <= 7.1e-6 * (1 + 1e-9)
+
+
+def test_an_exchange_reads_the_tail_weight_from_dram_and_homes_four_in_its_llc_space():
+    # memplace-lib/6's best known of deeplabv3-mobilenet-v3-large@nnpi (311.193 µs): its DRAM
+    # channel is busy up to op 86, the ops after it (11.9 µs) overlap nothing. The 2.36 MB
+    # weight of op 87 homed in DRAM and read there directly (op 87 is then channel work) and
+    # four DRAM weights of 2.35 MB in all homed in LLC instead: 307.859 µs
+    name = "zoo_deeplabv3-mobilenet-v3-large@nnpi.json"
+    inst = load(str(LIBRARY_6 / "instances" / name), "residency")
+    best = ResidencySolution.read(LIBRARY_6 / "solutions/residency" / name, inst)
+    best.latency = simulate(inst, best)
+    assert best.latency == pytest.approx(311.193e-6, rel=1e-6)
+    found, tries = exchange(inst, best, np.random.default_rng(0), time.perf_counter() + 120)
+    assert validate(inst, found).valid
+    assert found.latency == pytest.approx(simulate(inst, found), rel=1e-12)
+    assert found.latency == pytest.approx(307.859e-6, rel=1e-6)
+    moved = {int(t): (int(best.placement[t]), int(found.placement[t]))
+             for t in np.flatnonzero(found.placement != best.placement)}
+    assert moved == {156: (1, 2), 91: (2, 1), 98: (2, 1), 137: (2, 1), 141: (2, 1)}
+    assert not any(w.tensor == 156 for w in found.windows)  # read from DRAM directly
+    kept = {w for w in best.windows if w.tensor not in moved}
+    assert kept <= set(found.windows)  # every other window as it was
+    again, _ = exchange(inst, found, np.random.default_rng(1), time.perf_counter() + 120)
+    assert again is found  # no exchange improves it further
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.booleans())
+def test_exchanges_keep_a_solution_valid_and_never_slower(seed, addressed):
+    rng = np.random.default_rng(seed)
+    inst = Instance.from_dict(random_instance_dict(
+        seed, n_ops=int(rng.integers(3, 10)), n_tensors=int(rng.integers(3, 12)),
+        n_levels=int(rng.integers(2, 4)), addressed=addressed,
+        tight=float(rng.choice([0.3, 0.6, 1.0]))))
+    start = msa_solution(inst)[0]
+    found, _ = exchange(inst, start, rng, time.perf_counter() + 10)
+    assert validate(inst, found).valid
+    assert found.latency == pytest.approx(simulate(inst, found), rel=1e-12)
+    assert found.latency <= start.latency * (1 + 1e-12)
+
+
+def test_multistart_runs_the_exchanges_only_when_given_a_share():
+    inst = layers()
+    assert "exchange_tries" not in check(inst, 1.0, static_moves=0).notes
+    assert check(inst, 1.0, static_moves=0, exchange_share=0.5).notes["exchange_tries"] >= 0
