@@ -31,6 +31,12 @@ time; msa's allocator re-deriving the windows over its homes can do better (memp
 albert-base@nnpi: 943.155 -> 939.140 µs), so the given start's homes with msa's windows
 over them are another start (`rewindow`; the other starts have msa's windows already).
 
+`rehome` moves named tensors of the given start to other levels first (their windows
+dropped; the result must still be valid), for home changes no single anneal move or
+same-size swap reaches: on deeplabv3-mobilenet-v3-large@nnpi, memplace-lib/7's best known
+with its two 921,600-byte weights in LLC and the 2.36 MB one in DRAM, as the delivery
+relaxation homes them, and then this solver from it (docs/library.md, memplace-lib/7).
+
 The second start (`rotate`): the best start with two weights of one size taking turns in
 one slot of a fast level (`shared_slots.rotations`: one of them homed slower so that both
 are copied in while other ops run). On albert-base@nnpi, whose shared layer weights fill
@@ -83,6 +89,8 @@ PARAMS = {
                                     "size taking turns in one fast slot (shared_slots.py)"),
     "start": Param("", str, doc="a residency solution file of this instance to start from as "
                                 "well (\"\": none; `lib improve --from-best` passes the best known)"),
+    "rehome": Param("", str, doc="TENSOR=LEVEL,... (tensor names or indices): the given start "
+                                 "with these homes moved and their windows dropped (needs start)"),
 }
 START_SHARE = 0.15  # of the time left, at most, for msa's start and the static sa's
 REHEAT = (1.0, 0.1, 0.01)  # start temperatures of the anneals from the best, times t_start
@@ -107,6 +115,37 @@ def given_start(instance: Instance, path: str) -> ResidencySolution:
     return sol
 
 
+def rehomed(instance: Instance, sol: ResidencySolution, spec: str) -> ResidencySolution:
+    """`sol` with the homes `spec` names ("TENSOR=LEVEL,...": a tensor's name or index, a
+    level's name) moved and those tensors' windows dropped, its latency simulated;
+    ParameterError naming the item when a tensor or level is unknown or the result is not
+    valid."""
+    by_name = {str(t["name"]): k for k, t in enumerate(instance.tensors)}
+    levels = list(instance.level_names)
+    placement = np.array(sol.placement, np.int64)
+    moved = set()
+    for item in (part.strip() for part in spec.split(",") if part.strip()):
+        tensor, sep, level = (x.strip() for x in item.rpartition("="))
+        if not sep:
+            raise ParameterError(f"solver 'multistart': rehome {item!r} is not TENSOR=LEVEL")
+        t = by_name.get(tensor, int(tensor) if tensor.isdigit() else -1)
+        if not 0 <= t < instance.n_tensors:
+            raise ParameterError(f"solver 'multistart': rehome {item!r}: no tensor {tensor!r} in "
+                                 f"{instance.name} (TENSOR=LEVEL, a name or an index)")
+        if level not in levels:
+            raise ParameterError(f"solver 'multistart': rehome {item!r}: no level {level!r} "
+                                 f"(levels: {', '.join(levels)})")
+        placement[t] = levels.index(level)
+        moved.add(t)
+    out = ResidencySolution(sol.instance, placement, sol.offsets,
+                            tuple(w for w in sol.windows if w.tensor not in moved))
+    problems = violations(instance, out)
+    if problems:
+        raise ParameterError(f"solver 'multistart': rehome {spec!r} leaves no valid start: {problems[0]}")
+    out.latency = simulate(instance, out)
+    return out
+
+
 def rewindow(instance: Instance, sol: ResidencySolution,
              deadline: float = math.inf) -> ResidencySolution | None:
     """msa's allocator's windows over `sol`'s homes (its latency set), or None when they are
@@ -126,16 +165,20 @@ def rewindow(instance: Instance, sol: ResidencySolution,
 def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: float,
                      home_rate: float, lead: float, milp_share: float, swap_share: float,
                      exchange_share: float, static_moves: int, offer_every: float, rotate: bool,
-                     start: str) -> None:
+                     start: str, rehome: str) -> None:
     if ctx.time_limit is None:
         raise ParameterError("solver 'multistart' (residency) needs a time limit")
+    if rehome and not start:
+        raise ParameterError("solver 'multistart': rehome moves homes of the given start; give start too")
     ctx.lower_bound = lower_bound(ctx.instance)
-    starts = _starts(ctx, milp_share, swap_share, static_moves, rotate, start, exchange_share)
+    starts = _starts(ctx, milp_share, swap_share, static_moves, rotate, start, exchange_share,
+                     rehome)
     _anneal_all(ctx, starts, anneals, t_start, t_end, home_rate, lead, offer_every)
 
 
 def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_moves: int,
-            rotate: bool, start: str, exchange_share: float = 0.0) -> list[ResidencySolution]:
+            rotate: bool, start: str, exchange_share: float = 0.0,
+            rehome: str = "") -> list[ResidencySolution]:
     """Every start offered and noted, in the order the anneals take them: the best first,
     a rotation of it (often slower at first) second."""
     inst = ctx.instance
@@ -159,6 +202,8 @@ def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_mov
             "static_sa")
     if start:
         given = given_start(inst, start)
+        if rehome:
+            given = rehomed(inst, given, rehome)
         add(given, "given")
         better = rewindow(inst, given, start_by(START_SHARE))
         if better is not None:

@@ -23,7 +23,7 @@ from memplace.model.core.errors import ParameterError
 from memplace.model.residency import ResidencySolution
 from memplace.solvers.residency.machinery.starts import milp_start, msa_solution
 from memplace.solvers.residency.machinery.shared_slots import rotations
-from memplace.solvers.residency.multistart import rewindow
+from memplace.solvers.residency.multistart import rehomed, rewindow
 from randominst import random_instance_dict
 
 LIBRARY = Path(__file__).resolve().parents[2] / "instances/library/memplace-lib-2/instances"
@@ -152,6 +152,48 @@ def test_a_start_that_is_not_a_valid_solution_is_refused_naming_it(tmp_path):
                    '"placement": ["SRAM", "SRAM", "SRAM", "SRAM", "SRAM", "SRAM"], "windows": []}')
     with pytest.raises(ParameterError, match="bad.json"):
         solve(inst, "multistart", time_limit=1.0, problem="residency", start=str(bad))
+
+
+def _layers_start(tmp_path):
+    inst = layers()
+    found, _ = descend(inst, milp_start(inst, time.perf_counter() + 5.0),
+                       np.random.default_rng(0), time.perf_counter() + 30, 200)
+    path = tmp_path / "start.json"
+    found.write(path, inst)
+    return inst, found, path
+
+
+def test_rehome_moves_the_named_homes_of_the_given_start_and_drops_their_windows(tmp_path):
+    inst, found, path = _layers_start(tmp_path)
+    windowed = sorted({w.tensor for w in found.windows})
+    homed = [t for t in range(6) if found.placement[t] == 0]
+    assert windowed and homed  # the 6.6 us start copies some weights through a freed slot
+    spec = f"w{windowed[0]}=SRAM,{homed[0]}=DRAM"  # by name and by index
+    moved = rehomed(inst, found, spec)
+    assert moved.placement[windowed[0]] == 0 and moved.placement[homed[0]] == 1
+    assert [t for t in range(6) if t not in (windowed[0], homed[0])] == \
+        [t for t in range(6) if moved.placement[t] == found.placement[t]]
+    assert {w.tensor for w in moved.windows} == set(windowed) - {windowed[0], homed[0]}
+    assert validate(inst, moved).valid
+    assert moved.latency == pytest.approx(simulate(inst, moved), rel=1e-12)
+    result = check(inst, 1.0, start=str(path), rehome=spec, static_moves=0, milp_share=0.0,
+                   swap_share=0.0)
+    assert result.notes["start_given"] == pytest.approx(moved.latency * 1e6, abs=1e-3)
+    assert result.latency <= moved.latency * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("spec, named", [("w9=SRAM", "w9"), ("w0=LLC", "LLC"), ("w0", "w0"),
+                                         ("w0=SRAM,w1=SRAM,w2=SRAM,w3=SRAM", "capacity")])
+def test_a_rehome_that_names_no_tensor_or_level_or_leaves_an_invalid_start_is_refused(
+        tmp_path, spec, named):
+    inst, _, path = _layers_start(tmp_path)
+    with pytest.raises(ParameterError, match=named):
+        solve(inst, "multistart", time_limit=1.0, problem="residency", start=str(path), rehome=spec)
+
+
+def test_a_rehome_without_a_start_is_refused():
+    with pytest.raises(ParameterError, match="rehome"):
+        solve(layers(), "multistart", time_limit=1.0, problem="residency", rehome="w0=SRAM")
 
 
 def test_rewindow_re_derives_better_windows_over_a_searched_solutions_homes():
