@@ -152,39 +152,53 @@ def horizon_bound(inst: Instance, ceiling: float, time_limit: float | None = Non
     priced = [_priced(inst, m, lo, hi) for m, (lo, hi) in zip(models, spans)]
     base = [m.lp.cost.copy() for m in models]
     solvers = [_highs_of(m, threads, seed) for m in models]
-    caps = _capacities(inst)
-    L = inst.n_levels
-    mu = np.zeros(L)
-    low = np.zeros(L)
-    high = np.where(caps > 0, 1.0 / float(inst.bandwidth[L - 1]) / scale, 0.0)
-    best = HorizonBound(-INF, "no round completed", 0.0, {"blocks": len(spans)})
-    done = 0
-    trace: list = []  # per round: seconds, bound, capacity used by the priced weights per level
     built_s = time.perf_counter() - began
-    for r in range(rounds):
-        duals, used = _round(models, solvers, base, priced, mu, deadline)
-        if len(duals) < len(models):
-            break
-        done += 1
-        value = combine(inst, models, duals, mu)
-        share = [float(u / c) if c > 0 else 0.0 for u, c in zip(used, caps)]
-        trace.append((round(time.perf_counter() - began, 2), value, share))
-        if value > best.bound:
-            best = HorizonBound(value, f"round {r + 1}", 0.0, {}, mu.copy(), duals)
-        # bisection on each level's price, on the sign of its slack
-        for l in np.flatnonzero(caps > 0).tolist():
-            if used[l] > caps[l]:
-                low[l] = mu[l]
-            else:
-                high[l] = mu[l]
-            mu[l] = math.sqrt(low[l] * high[l]) if low[l] > 0 else high[l] / 8
+    best, mu, trace = _search(inst, models, solvers, base, priced, rounds, deadline, began)
     best.seconds = time.perf_counter() - began
-    best.stats = {"blocks": len(spans), "block_ops": block_ops, "rounds": done,
+    best.stats = {"blocks": len(spans), "block_ops": block_ops, "rounds": len(trace),
                   "built_s": round(built_s, 2), "trace": trace,
                   "columns": sum(m.lp.cost.size for m in models),
                   "prices": [float(v) for v in (best.prices if best.prices is not None else mu)]}
     best.bound = max(best.bound, inst.compute_floor()) if math.isfinite(best.bound) else best.bound
     return best
+
+
+def _search(inst: Instance, models: list[DeliveryModel], solvers: list, base: list[np.ndarray],
+            priced: list, rounds: int, deadline: float, began: float
+            ) -> tuple[HorizonBound, np.ndarray, list]:
+    """Up to `rounds` rounds of the blocks at prices mu, mu bisected per level between
+    rounds; the best bound (its prices and duals), the last prices, and per completed
+    round: seconds, bound, capacity used by the priced weights per level."""
+    caps = _capacities(inst)
+    L = inst.n_levels
+    mu = np.zeros(L)
+    low = np.zeros(L)
+    high = np.where(caps > 0, 1.0 / float(inst.bandwidth[L - 1]) / models[0].scale, 0.0)
+    best = HorizonBound(-INF, "no round completed", 0.0, {"blocks": len(models)})
+    trace: list = []
+    for r in range(rounds):
+        duals, used = _round(models, solvers, base, priced, mu, deadline)
+        if len(duals) < len(models):
+            break
+        value = combine(inst, models, duals, mu)
+        share = [float(u / c) if c > 0 else 0.0 for u, c in zip(used, caps)]
+        trace.append((round(time.perf_counter() - began, 2), value, share))
+        if value > best.bound:
+            best = HorizonBound(value, f"round {r + 1}", 0.0, {}, mu.copy(), duals)
+        _bisect(mu, low, high, used, caps)
+    return best, mu, trace
+
+
+def _bisect(mu: np.ndarray, low: np.ndarray, high: np.ndarray, used: np.ndarray,
+            caps: np.ndarray) -> None:
+    """The next price of each level with a capacity, by bisection (geometric once a
+    lower end is known) on the sign of its slack: over-full raises it, else lowers it."""
+    for l in np.flatnonzero(caps > 0).tolist():
+        if used[l] > caps[l]:
+            low[l] = mu[l]
+        else:
+            high[l] = mu[l]
+        mu[l] = math.sqrt(low[l] * high[l]) if low[l] > 0 else high[l] / 8
 
 
 def check(inst: Instance, ceiling: float, prices: np.ndarray, duals: list[np.ndarray],
