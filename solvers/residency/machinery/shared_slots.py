@@ -92,41 +92,12 @@ def rotations(instance: Instance, sol: ResidencySolution, deadline: float = math
     (see the module's docstring), fastest first, each with its latency; until `deadline` (a
     `time.perf_counter()` value) or `max_pairs` pairs."""
     i = instance
-    L = i.n_levels
     homes = np.asarray(sol.placement, np.int64)
     addressed = np.asarray(i.addressed, bool)
-    traffic = np.asarray(i.traffic)
     weights = [t for t in range(i.n_tensors)
-               if i.is_weight[t] and traffic[t] > 0 and not addressed[homes[t]]]
-    by_size: dict[int, list[int]] = {}
-    for t in weights:
-        by_size.setdefault(int(i.size[t]), []).append(t)
-    home_read = _home_read_time(i, sol)
-    pairs = []  # (t, u) of one size, t homed faster, u's home reads long enough; t, then u
-    for group in by_size.values():  # (a pass per pair of a group took minutes at 10^5 ops)
-        members = np.array(group, np.int64)
-        slow = members[home_read[members] >= MIN_SHARE * sol.latency]  # at most 1 / MIN_SHARE
-        t, u = np.nonzero(homes[members][:, None] < homes[slow][None, :])
-        pairs += zip(members[t].tolist(), slow[u].tolist())
-    pairs.sort(key=lambda p: -home_read[p[1]])
-    # per size and level, the weight read least (the cheapest to move down to a slower home)
-    lightest: dict[tuple[int, int], int] = {}
-    for t in weights:
-        key = (int(i.size[t]), int(homes[t]))
-        if key not in lightest or traffic[t] < traffic[lightest[key]]:
-            lightest[key] = t
-    # (t, u, s): s = -1 for the slot in t's home; else the weight of a faster level whose
-    # place the slot takes, moved down to t's home
-    tries: list[tuple[int, int, int]] = []
-    for t, u in pairs:
-        if len(tries) >= max_pairs:
-            break
-        tries.append((t, u, -1))
-        size = int(i.size[t])
-        tries += [(t, u, lightest[size, level]) for level in range(int(homes[t]))
-                  if (size, level) in lightest]
+               if i.is_weight[t] and i.traffic[t] > 0 and not addressed[homes[t]]]
     found = []
-    for t, u, s in tries[:max_pairs]:
+    for t, u, s in _tries(i, homes, weights, _pairs(i, sol, homes, weights), max_pairs):
         if time.perf_counter() >= deadline:
             break
         placement = homes.copy()
@@ -144,3 +115,43 @@ def rotations(instance: Instance, sol: ResidencySolution, deadline: float = math
         found.append(candidate)
     found.sort(key=lambda c: c.latency)
     return found
+
+
+def _pairs(i: Instance, sol: ResidencySolution, homes: np.ndarray,
+           weights: list[int]) -> list[tuple[int, int]]:
+    """(t, u): two weights of one size, t homed faster, u's home reads at least MIN_SHARE
+    of the latency; u's home read time longest first."""
+    by_size: dict[int, list[int]] = {}
+    for t in weights:
+        by_size.setdefault(int(i.size[t]), []).append(t)
+    home_read = _home_read_time(i, sol)
+    pairs: list[tuple[int, int]] = []
+    for group in by_size.values():  # (a pass per pair of a group took minutes at 10^5 ops)
+        members = np.array(group, np.int64)
+        slow = members[home_read[members] >= MIN_SHARE * sol.latency]  # at most 1 / MIN_SHARE
+        t, u = np.nonzero(homes[members][:, None] < homes[slow][None, :])
+        pairs += zip(members[t].tolist(), slow[u].tolist())
+    pairs.sort(key=lambda p: -home_read[p[1]])
+    return pairs
+
+
+def _tries(i: Instance, homes: np.ndarray, weights: list[int], pairs: list[tuple[int, int]],
+           max_pairs: int) -> list[tuple[int, int, int]]:
+    """At most `max_pairs` (t, u, s) to try: s = -1 for the slot in t's home; else the
+    weight read least of t's size in a level faster than t's home (the cheapest to move
+    down to it), whose place the slot takes."""
+    traffic = np.asarray(i.traffic)
+    lightest: dict[tuple[int, int], int] = {}
+    for t in weights:
+        key = (int(i.size[t]), int(homes[t]))
+        if key not in lightest or traffic[t] < traffic[lightest[key]]:
+            lightest[key] = t
+    tries: list[tuple[int, int, int]] = []
+    for t, u in pairs:
+        if len(tries) >= max_pairs:
+            break
+        tries.append((t, u, -1))
+        size = int(i.size[t])
+        tries += [(t, u, lightest[size, level]) for level in range(int(homes[t]))
+                  if (size, level) in lightest]
+    return tries[:max_pairs]
