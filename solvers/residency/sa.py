@@ -344,15 +344,7 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
         raise ParameterError("solver 'sa' (residency): parameter 'iterations' is needed without "
                              "a time limit")
     ctx.lower_bound = lower_bound(inst)
-    # the starts take at most START_SHARE of the time each, the anneals the rest
-    start_by = lambda: time.perf_counter() + START_SHARE * ctx.remaining()  # noqa: E731 (inf: no limit)
-    starts = [msa_solution(inst, homes=seed_homes, deadline=start_by())[0]]
-    ctx.offer(starts[0], starts[0].latency)
-    if static_moves >= max(1, STATIC_MOVES_PER_TENSOR * inst.n_tensors) and not ctx.should_stop():
-        starts.append(static_start(inst, static_moves, int(ctx.rng.integers(2**31)), start_by()))
-        ctx.offer(starts[1], starts[1].latency)
-    if restarts < len(starts):  # one anneal: from the better start
-        starts = [min(starts, key=lambda s: s.latency)]
+    starts = _starts(ctx, seed_homes, static_moves, restarts)
     last = [time.perf_counter()]  # when the best was last offered
 
     def on_best(sol: ResidencySolution, lat: float) -> None:
@@ -361,10 +353,9 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
             last[0] = time.perf_counter()
 
     scale = temperature_scale(inst)
-    t_start, t_end = t_start * scale, t_end * scale
+    temps = (t_start * scale, t_end * scale)
     best = starts[0]
-    annealing = 0.0  # seconds inside the anneals (the moves' own rate, starts left out)
-    moves = 0
+    tally = _Tally()
     for r in range(restarts):
         origin = starts[r] if r < len(starts) else best  # each start once, then the best
         if ctx.should_stop():
@@ -374,19 +365,54 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
             break
         began = time.perf_counter()
         budget = max(1, iterations // restarts) if iterations else 0
-        if engine == "compiled":
-            found, tried = move_loop.anneal(inst, origin, ctx.rng, budget, t_start, t_end, home_rate,
-                                            lead, ctx.should_stop, on_best, share, offer_every)
-        else:
-            found, tried = anneal(inst, origin, ctx.rng, budget, t_start, t_end, home_rate, lead,
-                                  ctx.should_stop, on_best, seconds=share)
-        annealing += time.perf_counter() - began
-        moves += tried
-        ctx.notes.update(anneal_s=round(annealing, 3), moves=moves,
-                         moves_per_s=round(moves / annealing) if annealing > 0 else 0)
-        ctx.count(tried)
+        found, tried = _anneal_with(engine, ctx, origin, budget, temps, home_rate, lead, on_best,
+                                    share, offer_every)
+        tally.add(ctx, time.perf_counter() - began, tried)
         ctx.offer(found)
         if r == 0 or simulate(inst, found) < simulate(inst, best):
             best = found
         if ctx.should_stop():
             break
+
+
+def _starts(ctx: SearchContext, seed_homes: str, static_moves: int,
+            restarts: int) -> list[ResidencySolution]:
+    """The anneals' starts, each offered: msa's solution, then (with enough `static_moves`)
+    the static start; the better one alone when there is a single anneal. Each takes at
+    most START_SHARE of the time left."""
+    inst = ctx.instance
+    start_by = lambda: time.perf_counter() + START_SHARE * ctx.remaining()  # noqa: E731 (inf: no limit)
+    starts = [msa_solution(inst, homes=seed_homes, deadline=start_by())[0]]
+    ctx.offer(starts[0], starts[0].latency)
+    if static_moves >= max(1, STATIC_MOVES_PER_TENSOR * inst.n_tensors) and not ctx.should_stop():
+        starts.append(static_start(inst, static_moves, int(ctx.rng.integers(2**31)), start_by()))
+        ctx.offer(starts[1], starts[1].latency)
+    if restarts < len(starts):  # one anneal: from the better start
+        starts = [min(starts, key=lambda s: s.latency)]
+    return starts
+
+
+def _anneal_with(engine: str, ctx: SearchContext, origin: ResidencySolution, budget: int,
+                 temps: tuple[float, float], home_rate: float, lead: float, on_best,
+                 share: float | None, offer_every: float) -> tuple[ResidencySolution, int]:
+    """One anneal from `origin` by the compiled move loop or the Python one."""
+    t_start, t_end = temps
+    if engine == "compiled":
+        return move_loop.anneal(ctx.instance, origin, ctx.rng, budget, t_start, t_end, home_rate,
+                                lead, ctx.should_stop, on_best, share, offer_every)
+    return anneal(ctx.instance, origin, ctx.rng, budget, t_start, t_end, home_rate, lead,
+                  ctx.should_stop, on_best, seconds=share)
+
+
+class _Tally:
+    """The anneals' seconds and moves so far, kept in the run's notes and count."""
+
+    def __init__(self) -> None:
+        self.seconds, self.moves = 0.0, 0  # inside the anneals (the moves' own rate, starts left out)
+
+    def add(self, ctx: SearchContext, seconds: float, tried: int) -> None:
+        self.seconds += seconds
+        self.moves += tried
+        ctx.notes.update(anneal_s=round(self.seconds, 3), moves=self.moves,
+                         moves_per_s=round(self.moves / self.seconds) if self.seconds > 0 else 0)
+        ctx.count(tried)
