@@ -133,3 +133,22 @@ def test_a_tampered_tree_proves_nothing_or_less():
     # a branch on the time column E[0] (not 0/1 at valid points) is refused
     bad["branch"] = [0]
     assert step_covers.check_tree(inst, best * 1.5, covers, got.rows, bad) == -math.inf
+
+
+def test_the_tree_branches_first_on_the_tensors_of_the_ops_where_the_lp_spends_its_time():
+    inst = _pair_instance()
+    best = exhaustive_optimum(inst)
+    model = step_covers.with_copy_rows(delivery_bound.formulate(inst, best))
+    branchable, by_size = step_covers.branching(model)
+    point = np.zeros(model.lp.cost.size)
+    point[:inst.n_ops] = [0.5, 3.0, 1.0]  # the LP's interval times E[k]: op 1 the costliest
+    same, priority = step_covers.branching(model, point)
+    assert (same == branchable).all()  # the point orders the columns, never adds or drops one
+    assert (by_size[branchable] == 3000.0).all()
+    a, b = model.columns[0], model.columns[1]
+    # a's window at op 0 (E 0.5) comes after its window at op 1 (E 3.0), b's at op 2 (E 1.0) too
+    assert {priority[c] for c in a.windows[0].values()} == {1500.0}
+    assert {priority[c] for c in a.windows[1].values()} == {9000.0}
+    assert {priority[c] for c in b.windows[1].values()} == {3000.0}
+    # a home ranks with its tensor's costliest op
+    assert priority[model.homes[1][model.homes[1] >= 0]].tolist() == [9000.0] * int((model.homes[1] >= 0).sum())

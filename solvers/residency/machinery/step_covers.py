@@ -235,7 +235,8 @@ def _solve(model: DeliveryModel, time_limit: float) -> tuple[str, np.ndarray | N
 @dataclass
 class CoverBound:
     """The proven bound (seconds, -inf if none), the covers, the row duals of the model
-    with them, the root LP's bound and how the rounds went."""
+    with them, the root LP's bound, how the rounds went, and the LP's point with the
+    covers kept (None if that solve stopped early)."""
 
     bound: float
     covers: list[Cover]
@@ -244,6 +245,7 @@ class CoverBound:
     rounds: int
     seconds: float
     status: str
+    point: np.ndarray | None = None
 
 
 def cover_bound(inst: Instance, ceiling: float, time_limit: float = 600.0,
@@ -258,7 +260,7 @@ def cover_bound(inst: Instance, ceiling: float, time_limit: float = 600.0,
                           f"not built in time ({late})")
     occ = occupancy(base)
     covers: list[Cover] = []
-    best = (-math.inf, [], None)
+    best = (-math.inf, [], None, None)
     root, rounds, status = -math.inf, 0, "no violated cover"
     while True:
         model = with_covers(base, covers, occ)
@@ -271,7 +273,7 @@ def cover_bound(inst: Instance, ceiling: float, time_limit: float = 600.0,
             bound = delivery_bound.dual_bound(model, z)
             root = bound if rounds == 0 else root
             if bound > best[0]:
-                best = (bound, list(covers), z)
+                best = (bound, list(covers), z, x)
         if x is None:
             status = f"LP {lp_status}"
             break
@@ -283,8 +285,8 @@ def cover_bound(inst: Instance, ceiling: float, time_limit: float = 600.0,
         if not new:
             break
         covers += new
-    bound, kept, z = best
-    return CoverBound(bound, kept, z, root, rounds, time.perf_counter() - began, status)
+    bound, kept, z, x = best
+    return CoverBound(bound, kept, z, root, rounds, time.perf_counter() - began, status, x)
 
 
 def _rebuilt(inst: Instance, ceiling: float, raw_covers: Any, rows: int):
@@ -321,17 +323,29 @@ def check(inst: Instance, ceiling: float, raw_covers: Any, rows: int, index: Any
     return delivery_bound.dual_bound(model, z)
 
 
-def branching(model: DeliveryModel) -> tuple[np.ndarray, np.ndarray]:
-    """The columns a tree over this LP may branch on, and their priority (the tensor's size):
-    every home, window and kept-window column, each 0 or 1 at every valid solution's point
-    (steps 1-3 of `access_bound.py`'s argument)."""
+def branching(model: DeliveryModel, point: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The columns a tree over this LP may branch on, and their priority: every home,
+    window and kept-window column, each 0 or 1 at every valid solution's point (steps 1-3
+    of `access_bound.py`'s argument). The priority is the tensor's size or, given the LP's
+    `point`, the size times the LP's time of the interval of the op the column serves (a
+    home: the costliest of the tensor's ops), so the tree first settles the large tensors
+    of the ops where the LP spends its time (xla-train@nnpi: the last eleven ops, 2 MiB
+    tensors against 4 MiB of SRAM, half of the LP's time) rather than the large tensors of
+    cheap ops. Which columns are branchable does not depend on it."""
     branchable = np.zeros(model.lp.cost.size, bool)
     priority = np.zeros(model.lp.cost.size)
+    # E[k], interval k's time, is column k of a whole program's model (`delivery_bound._Builder`)
+    spent = np.ones(model.instance.n_ops) if point is None else \
+        np.maximum(np.asarray(point[:model.instance.n_ops], np.float64), 0.0)
     for t, tc in model.columns.items():
-        cols = [int(c) for c in model.homes[t] if c >= 0]
-        cols += [c for w in tc.windows for c in w.values()] + [c for k in tc.kept for c in k.values()]
-        branchable[cols] = True
-        priority[cols] = float(model.instance.size[t])
+        size = float(model.instance.size[t])
+        for i, k in enumerate(tc.ops):
+            for c in list(tc.windows[i].values()) + list(tc.kept[i].values()):
+                priority[c] = size * spent[k]
+        homes = [int(c) for c in model.homes[t] if c >= 0]
+        priority[homes] = size * max((spent[k] for k in tc.ops), default=0.0)
+        branchable[homes] = True
+        branchable[[c for w in tc.windows for c in w.values()] + [c for k in tc.kept for c in k.values()]] = True
     return branchable, priority
 
 
@@ -349,12 +363,12 @@ class CoverTree:
 
 def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int) -> CoverTree:
     """The covers of `cover_bound` (a third of the time at most), then a tree over the LP
-    with them (`lp_tree.grow`, the larger tensors' columns first) for the rest."""
+    with them (`lp_tree.grow`, the columns of `branching`'s priority first) for the rest."""
     from memplace.solvers import lp_tree
     began = time.perf_counter()
     got = cover_bound(inst, ceiling, time_limit / 3)
     model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling)), got.covers)
-    branchable, priority = branching(model)
+    branchable, priority = branching(model, got.point)
     left = max(1.0, began + time_limit - time.perf_counter())
     grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left, max_leaves, [],
                          priority, model.scale)
