@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from memplace.bench.library.check import holds
 from memplace.model import Instance
 from memplace.solvers import lp_tree, solve
-from memplace.solvers.certificate import (COVER_TREE_MODEL, ROTATION_MODEL, _cover_branching,
-                                          check_lp_dual, lp_dual, lp_models)
+from memplace.solvers.certificate import (COVER_TREE_MODEL, ROTATION_LEVELS_MODEL, ROTATION_MODEL,
+                                          _cover_branching, check_lp_dual, lp_dual, lp_models)
 from memplace.solvers.residency.machinery import cover_cuts, delivery_bound, rotation_bound
 from residency_exhaustive import exhaustive_optimum, tiny_case
 
@@ -222,3 +222,78 @@ def test_the_rotation_bound_counts_every_turn_and_a_tampered_family_proves_nothi
     two = copy.deepcopy(cert)
     two["families"] = two["families"] * 2
     assert check_lp_dual(inst, two) == -math.inf
+
+
+def _leveled(seed: int) -> Instance:
+    """A tiny three-level instance: two weights read at one or two of 3-4 ops, at most one
+    activation, a fast level from one weight to both, a middle level and copies from the
+    slow and middle levels from slower to faster than their reads."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 5))
+    sizes = [int(x) for x in rng.integers(20, 60, 2)]
+    tensors = []
+    for t, size in enumerate(sizes):
+        steps = sorted(int(x) for x in rng.choice(n, size=int(rng.integers(1, 3)), replace=False))
+        tensors.append({"name": f"w{t}", "kind": "weight", "size": size, "producer": None,
+                        "accesses": [[s, int(size * rng.choice([1, 1, 2]))] for s in steps]})
+    if rng.random() < 0.5:
+        p = int(rng.integers(0, n - 1))
+        tensors.append({"name": "a", "kind": "activation", "size": int(rng.integers(5, 40)), "producer": p,
+                        "accesses": [[p, 10], [int(rng.integers(p + 1, n)), 10]]})
+    ops = [{"name": f"op{j}", "type": "x", "flops": float(rng.choice([0.0, rng.uniform(0, 200)]))} for j in range(n)]
+    levels = [{"name": "fast", "capacity": int(rng.integers(min(sizes), sum(sizes) + 20)), "bandwidth": 1e9},
+              {"name": "mid", "capacity": int(rng.integers(min(sizes), sum(sizes) + 20)),
+               "bandwidth": float(rng.choice([1e8, 3e8])), "copy_bandwidth": float(rng.choice([3e7, 1e8, 3e8]))},
+              {"name": "slow", "capacity": None, "bandwidth": float(rng.choice([1e7, 3e7])),
+               "copy_bandwidth": float(rng.choice([3e6, 1e7, 3e7, 1e8]))}]
+    data = {"format": "memplace-instance/1", "name": f"leveled-{seed}",
+            "workload": {"name": "leveled", "ops": ops, "tensors": tensors},
+            "hardware": {"name": "three", "compute_rate": 1e9, "levels": levels}}
+    return Instance.from_dict(data)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_the_rotation_over_levels_is_at_most_the_exhaustive_optimum(seed):
+    for inst in (_leveled(seed), _rotating(seed)):
+        best = exhaustive_optimum(inst)
+        weights = tuple(t for t in range(inst.n_tensors) if inst.is_weight[t])
+        assert rotation_bound.level_eligible(inst, weights[:2])
+        assert rotation_bound.level_bound(inst, weights[:2]) <= best * (1 + 1e-9)
+
+
+def _shared_fast() -> Instance:
+    """Three 60-byte weights read in turn over 12 ops of 2 µs; the middle level holds two of
+    them and the fast level one: all three fit, so no cover family exists, but only one
+    is read at the fast level's speed at a time, and a turn there is a copy."""
+    n = 12
+    ops = [{"name": f"op{k}", "type": "x", "flops": 2000.0} for k in range(n)]
+    tensors = [{"name": f"w{t}", "kind": "weight", "size": 60, "producer": None,
+                "accesses": [[k, 60] for k in range(t, n, 3)]} for t in range(3)]
+    data = {"format": "memplace-instance/1", "name": "shared-fast",
+            "workload": {"name": "shared-fast", "ops": ops, "tensors": tensors},
+            "hardware": {"name": "three", "compute_rate": 1e9, "levels": [
+                {"name": "fast", "capacity": 70, "bandwidth": 1e9},
+                {"name": "mid", "capacity": 130, "bandwidth": 1e7, "copy_bandwidth": 1e7},
+                {"name": "slow", "capacity": None, "bandwidth": 1e6}]}}
+    return Instance.from_dict(data)
+
+
+def test_the_rotation_over_levels_counts_the_fast_turns_and_a_tampered_certificate_proves_nothing():
+    inst = _shared_fast()
+    valid = solve(inst, "msa", time_limit=None, problem="residency").latency
+    assert rotation_bound.families(inst) == []  # all three fit the fast levels: no rotation bound
+    assert rotation_bound.level_members(inst) is None
+    members = (0, 1, 2)
+    cap = valid * 2
+    cert = {"kind": "lp-dual", "model": ROTATION_LEVELS_MODEL, "members": list(members), "cap": cap}
+    value = check_lp_dual(inst, cert)
+    plain = lp_dual(inst, "residency-delivery", 60.0, ceiling=valid)["bound"]  # every op at its fastest
+    assert plain * 1.2 < value <= valid * (1 + 1e-9)
+    assert value == pytest.approx(rotation_bound.level_bound(inst, members) * (1 - 1e-9), rel=1e-12)
+    lower = dict(cert, cap=value * 0.9)
+    assert check_lp_dual(inst, lower) == pytest.approx(value * 0.9 * (1 - 1e-9), rel=1e-12)
+    for tamper in ({"members": [0, 0, 1]}, {"members": [0]}, {"members": [0, 1, 7]},
+                   {"members": [0, 1, True]}, {"members": "0,1,2"}, {"cap": -1.0},
+                   {"cap": math.inf}, {"cap": "1"}, {"members": None}):
+        assert check_lp_dual(inst, dict(cert, **tamper)) == -math.inf, tamper
