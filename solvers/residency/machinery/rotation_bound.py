@@ -268,7 +268,7 @@ def best(inst: Instance) -> tuple[float, cover_cuts.Family | None]:
 # which leaves the minimum exact.
 
 LEVEL_MEMBERS = 8  # the largest S the rotation over levels is computed for
-LEVEL_STATES = 64  # ... and the most states of one home assignment
+LEVEL_STATES = 256  # ... and the most states of one home assignment
 
 
 def level_eligible(inst: Instance, S: tuple[int, ...]) -> bool:
