@@ -667,27 +667,36 @@ def _accept(new, cur, temperature):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _window_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temperature):
-    """`Annealer._window_move` tried: 1 kept, 0 not."""
+def _window_proposal(rules, b, t, lead, new):
+    """The slot a window move of t changes and whether it writes `new` there (a new or
+    changed window; else the slot's window is dropped); slot -1 when there is no move."""
     r = np.random.random()
     nslots = 0
     s = b.head[t]
     while s >= 0:
         nslots += 1
         s = b.nxt[s]
-    new, old = b.rows[0], b.rows[1]
     if nslots == 0 or r < 0.35:
         if not _new_window(rules, b, t, lead, new):
-            return 0
-        slot, has_new = _free_slot(b), True
-    else:
-        x = np.random.randint(0, nslots)
-        slot = b.head[t]
-        for _ in range(x):
-            slot = b.nxt[slot]
-        has_new = r >= 0.5
-        if has_new and not _changed_window(rules, b, slot, lead, new):
-            return 0
+            return -1, False
+        return _free_slot(b), True
+    x = np.random.randint(0, nslots)
+    slot = b.head[t]
+    for _ in range(x):
+        slot = b.nxt[slot]
+    has_new = r >= 0.5
+    if has_new and not _changed_window(rules, b, slot, lead, new):
+        return -1, False
+    return slot, has_new
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _window_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temperature):
+    """`Annealer._window_move` tried: 1 kept, 0 not."""
+    new, old = b.rows[0], b.rows[1]
+    slot, has_new = _window_proposal(rules, b, t, lead, new)
+    if slot < 0:
+        return 0
     if slot < b.meta[1]:
         _copy(old, b.win[slot])
     else:
@@ -714,16 +723,22 @@ def _window_step(rules, b, sim, enc, state, ck, scratch, K, shift, t, lead, temp
         b.stats[0] = lat
         _note(b, 0, slot)
         return 1
+    _undo_window(rules, b, enc, slot, t, old, has_new)
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _undo_window(rules, b, enc, slot, t, old, has_new):
+    """A window move not kept, undone in the encoding and on the board: exactly the old
+    row (its offset included)."""
     kernels.change_kernel(enc, b.homes, rules.tensor_ptr, rules.tensor_access, rules.access_op,
                           rules.size, slot, b.row_new, b.row_old)
-    # undo on the board: exactly the old row (its offset included)
     if has_new:
         _book_window(rules, b, slot, b.win[slot], -1)
         _clear(b, slot)
     if old[0] >= 0:
         _book_window(rules, b, slot, old, 1)
         _put(b, slot, old, t)
-    return 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -868,32 +883,12 @@ def _changed_ops(rules, b, t, logged):
 @njit(cache=True, nogil=True, _nrt=False)
 def _home_step(rules, b, sim, enc, hstate, ck, scratch, K, shift, t, lead, temperature):
     """A home move tried: 1 kept, 0 not."""
-    # the undo log: home, offset and windows of t
     old_home, old_off = b.homes[t], b.offsets[t]
-    m = 0
-    s = b.head[t]
-    while s >= 0:
-        b.undo[m, 0] = s
-        _copy(b.undo[m, 1:], b.win[s])
-        m += 1
-        s = b.nxt[s]
+    m = _log_windows(b, t)
     if _home_change(rules, b, t, lead):
         new_home = b.homes[t]
-        # where the new run may meet the old one: past the tensor's last op, once every copy
-        # of it is done in both runs (see kernels._stop_rules; the argument holds for any
-        # number of changed copies), queues shifted by the copies they gained
-        guard = hstate.guard
-        guard[:, :] = -1
-        shift[:] = 0
-        g = _guard_copies(b, enc, guard, 0, t, 1, old_home, m, shift)
-        _encode_tensor(rules, b, enc, t, old_home, False, m)
-        _encode_tensor(rules, b, enc, t, new_home, True, -1)
-        g = _guard_copies(b, enc, guard, g, t, 0, new_home, -1, shift)
-        lo, hi = _changed_ops(rules, b, t, m)
-        stop_from = hi + 1 if g >= 0 else -1
-        c0 = lo // K
+        c0 = _encode_home_move(rules, b, enc, hstate, K, shift, t, old_home, new_home, m)
         cur = b.stats[0]
-        hstate.stop[1] = stop_from
         lat = kernels.replay_kernel(sim, enc, hstate, ck, scratch, K, c0, shift, cur, True)
         if _accept(lat, cur, temperature):
             kernels.keep_kernel(ck, scratch, c0, hstate.stop[0], shift)
@@ -909,7 +904,45 @@ def _home_step(rules, b, sim, enc, hstate, ck, scratch, K, shift, t, lead, tempe
         _encode_tensor(rules, b, enc, t, new_home, False, -1)
         _encode_tensor(rules, b, enc, t, old_home, True, m)
         b.homes[t] = new_home  # (the board's undo below books it out)
-    # undo on the board
+    _undo_home(rules, b, t, old_home, old_off, m)
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _log_windows(b, t):
+    """t's windows into the undo log (slot, then the row); returns how many."""
+    m = 0
+    s = b.head[t]
+    while s >= 0:
+        b.undo[m, 0] = s
+        _copy(b.undo[m, 1:], b.win[s])
+        m += 1
+        s = b.nxt[s]
+    return m
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _encode_home_move(rules, b, enc, hstate, K, shift, t, old_home, new_home, m):
+    """t's copies moved in the encoding from its old home and `m` logged windows to its
+    new ones, the replay's early stop set; returns the chunk the replay starts from."""
+    # where the new run may meet the old one: past the tensor's last op, once every copy
+    # of it is done in both runs (see kernels._stop_rules; the argument holds for any
+    # number of changed copies), queues shifted by the copies they gained
+    guard = hstate.guard
+    guard[:, :] = -1
+    shift[:] = 0
+    g = _guard_copies(b, enc, guard, 0, t, 1, old_home, m, shift)
+    _encode_tensor(rules, b, enc, t, old_home, False, m)
+    _encode_tensor(rules, b, enc, t, new_home, True, -1)
+    g = _guard_copies(b, enc, guard, g, t, 0, new_home, -1, shift)
+    lo, hi = _changed_ops(rules, b, t, m)
+    hstate.stop[1] = hi + 1 if g >= 0 else -1
+    return lo // K
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _undo_home(rules, b, t, old_home, old_off, m):
+    """The board back to t's old home, offset and `m` logged windows."""
     s = b.head[t]
     while s >= 0:
         nxt = b.nxt[s]
@@ -922,7 +955,6 @@ def _home_step(rules, b, sim, enc, hstate, ck, scratch, K, shift, t, lead, tempe
     for j in range(m):
         _book_window(rules, b, b.undo[j, 0], b.undo[j, 1:], 1)
         _put(b, b.undo[j, 0], b.undo[j, 1:], t)
-    return 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
