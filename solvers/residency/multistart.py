@@ -215,20 +215,14 @@ def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_mov
         if better is not None:
             add(better, "given_rewindow")
     starts.sort(key=lambda s: s.latency)
-    if swap_share > 0 and not ctx.should_stop():
-        swapped, tries = descend(inst, starts[0], ctx.rng,
-                                 time.perf_counter() + swap_share * ctx.remaining())
-        ctx.notes["swap_tries"] = tries
-        if swapped is not starts[0]:
-            add(swapped, "swaps")
-            starts.insert(0, starts.pop())
-    if exchange_share > 0 and not ctx.should_stop():
-        exchanged, tries = exchange(inst, starts[0], ctx.rng,
-                                    time.perf_counter() + exchange_share * ctx.remaining())
-        ctx.notes["exchange_tries"] = tries
-        if exchanged is not starts[0]:
-            add(exchanged, "exchanges")
-            starts.insert(0, starts.pop())
+    # local searches from the best start, in turn; an improvement becomes the best start
+    for share, search, kind in ((swap_share, descend, "swap"), (exchange_share, exchange, "exchange")):
+        if share > 0 and not ctx.should_stop():
+            found, tries = search(inst, starts[0], ctx.rng, start_by(share))
+            ctx.notes[f"{kind}_tries"] = tries
+            if found is not starts[0]:
+                add(found, f"{kind}s")
+                starts.insert(0, starts.pop())
     if rotate and not ctx.should_stop():
         turned = rotations(inst, starts[0], start_by(START_SHARE))
         if turned:  # often slower at first: the second anneal starts from it
