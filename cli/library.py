@@ -112,7 +112,7 @@ def verify_command(version: str) -> None:
                                  "residency-delivery-cover-tree", "residency-rotation",
                                  "residency-delivery-step-cover",
                                  "residency-delivery-step-cover-tree",
-                                 "residency-rotation-levels"]),
+                                 "residency-rotation-levels", "residency-delivery-units-tree"]),
               help="LP models the refresh solves (repeatable; default: each problem's; "
                    "residency-delivery-tree, residency-relaxation-tree and "
                    "residency-delivery-cover-tree, branch-and-bound trees over the delivery "
@@ -122,7 +122,9 @@ def verify_command(version: str) -> None:
                    "residency-delivery-step-cover, the delivery relaxation with per-step "
                    "covers, and residency-delivery-step-cover-tree, a tree over it, and "
                    "residency-rotation-levels, the rotation bound over every home and "
-                   "fastest level of those weights, only when named, with --time-limit)")
+                   "fastest level of those weights, and residency-delivery-units-tree, a tree "
+                   "over the delivery relaxation charging started copies whole, only when "
+                   "named, with --time-limit)")
 @click.option("--from-best", is_flag=True,
               help="solvers that take a start solution (residency multistart) start from the "
                    "entry's best known as well; its sha256 is in the provenance")
@@ -169,7 +171,8 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
                                  "residency-relaxation-capped", "residency-delivery-tree",
                                  "residency-relaxation-tree", "residency-delivery-cover-tree",
                                  "residency-rotation", "residency-delivery-step-cover",
-                                 "residency-delivery-step-cover-tree", "residency-rotation-levels"]),
+                                 "residency-delivery-step-cover-tree", "residency-rotation-levels",
+                                 "residency-delivery-units-tree"]),
               help="LP models to solve (repeatable; default: those whose ceiling is the best "
                    "known, residency-access, residency-relaxation-capped and residency-delivery)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,

@@ -95,6 +95,15 @@
   the covers, then a tree whose disjunctions are on its home, window and kept-window
   columns (0 or 1 at every valid solution's point), VIPR-style as the delivery tree's;
   the check rebuilds the LP with the covers and walks the tree. On request only.
+- A branch-and-bound tree over the delivery relaxation with whole copies (model
+  `residency-delivery-units-tree`, `residency/machinery/copy_units.py`, where the argument
+  is): copy rows, and per (home, window level) pair a unit u of copy size, the copies
+  whose sizes are multiples of u charged by a column C that a `delivered` disjunction
+  ("at most q units of them moved by the end of interval j, or at least q + 1 units
+  charged at j counting the due ones") lifts to their whole started sizes; other nodes
+  are integer sums (integer coefficients allowed) of home, window and kept-window columns.
+  The certificate stores the units beside the tree; the check rebuilds the LP with them
+  and re-derives every node's rows from the rebuilt model. On request only.
 - The delivery relaxation with step covers (model `residency-delivery-step-cover`,
   `residency/machinery/step_covers.py`, where the argument is): one row per copy that its
   channel's idle time in the intervals it can move in covers it, and, per level and
@@ -132,15 +141,17 @@ ROTATION_MODEL = "residency-rotation"
 ROTATION_LEVELS_MODEL = "residency-rotation-levels"
 STEP_COVER_MODEL = "residency-delivery-step-cover"
 STEP_COVER_TREE_MODEL = "residency-delivery-step-cover-tree"
+UNITS_TREE_MODEL = "residency-delivery-units-tree"
 LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL,
              TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL, STEP_COVER_MODEL,
-             STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL)
+             STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL, UNITS_TREE_MODEL)
 # models whose certificate stores the ceiling (a valid latency) their columns are capped by
 CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL, START_TREE_MODEL,
-                  COVER_TREE_MODEL, STEP_COVER_MODEL, STEP_COVER_TREE_MODEL)
+                  COVER_TREE_MODEL, STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, UNITS_TREE_MODEL)
 # models solved only when asked for by name (`improve --lp-model`), per problem
 ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL,
-                                    STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL)}
+                                    STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL,
+                                    UNITS_TREE_MODEL)}
 # a tree is kept only when it proves this much (relative) above its root LP
 TREE_MIN_GAIN = 0.002
 # the rotation over levels searches only below this share of the best known, and its
@@ -154,6 +165,8 @@ START_TREE_MAX_LEAVES = 1500
 # a tree over the step-cover LP: mobilevit-s@nnpi's 400 leaves took 76 s (105.21 -> 106.51 us, a certificate of
 # about 4 MB gzipped; 1000 leaves proved 106.56 in 227 s with 9.8 MB)
 STEP_COVER_TREE_MAX_LEAVES = 400
+# a tree over the unit LP (whole copies): each node is an LP of the whole program
+UNITS_TREE_MAX_LEAVES = 400
 
 
 def closed_form(instance: Instance) -> float:
@@ -438,6 +451,8 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
         return _step_cover_dual(instance, time_limit, ceiling)
     if model == STEP_COVER_TREE_MODEL:
         return _step_cover_tree(instance, time_limit, ceiling)
+    if model == UNITS_TREE_MODEL:
+        return _units_tree(instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -496,6 +511,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_step_cover(instance, certificate, valid_latency)
     if certificate.get("model") == STEP_COVER_TREE_MODEL:
         return _check_step_cover_tree(instance, certificate, valid_latency)
+    if certificate.get("model") == UNITS_TREE_MODEL:
+        return _check_units_tree(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -685,3 +702,36 @@ def _check_step_cover_tree(instance: Instance, certificate: dict[str, Any],
         return -math.inf
     return _margined(step_covers.check_tree(instance, ceiling, certificate.get("covers"),
                                             int(certificate.get("rows", -1)), certificate.get("tree")))
+
+
+def _units_tree(instance: Instance, time_limit: float | None,
+                ceiling: float | None) -> dict[str, Any] | None:
+    """A tree over the unit LP (`copy_units.grow_tree`), kept only when it proves
+    TREE_MIN_GAIN above its root."""
+    from memplace.solvers.residency.machinery import copy_units
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+        return None
+    try:
+        got = copy_units.grow_tree(instance, ceiling, 600.0 if time_limit is None else time_limit,
+                                   UNITS_TREE_MAX_LEAVES)
+    except TimeoutError:
+        return None
+    if got.tree is None or got.leaves < 2:
+        return None
+    cert = {"kind": "lp-dual", "model": UNITS_TREE_MODEL, "ceiling": float(ceiling),
+            "rows": got.rows, "units": copy_units.units_json(got.units),
+            "leaves": got.leaves, "tree": got.tree}
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    if not math.isfinite(cert["bound"]) or cert["bound"] <= got.root_bound * (1 + TREE_MIN_GAIN):
+        return None
+    return cert
+
+
+def _check_units_tree(instance: Instance, certificate: dict[str, Any],
+                      valid_latency: float | None) -> float:
+    from memplace.solvers.residency.machinery import copy_units
+    ceiling = _ceiling(certificate, valid_latency)
+    if ceiling is None:
+        return -math.inf
+    return _margined(copy_units.check_tree(instance, ceiling, certificate.get("units"),
+                                           int(certificate.get("rows", -1)), certificate.get("tree")))

@@ -9,6 +9,14 @@ integer `at`: every such point has `sum_{j in S} x_j <= at` ("down") or `>= at +
 down, to 1 up, and the fixing goes into the box instead of a row.) So the leaves of a
 tree cover every valid solution's point, and the least of their bounds bounds them all.
 
+A sum with integer coefficients (`coef`) of such columns is an integer too, so the
+same disjunction holds with them (units of a weight size homed in a set of levels, say).
+A caller may also name other kinds of disjunction (`kinds`): a node `{"kind": K, ...}`
+is turned into its two rows (down: `a'x <= rhs`, up: `b'x >= rhs`, any coefficients) by
+the caller's function for K, which re-derives from the instance that every valid
+solution's point satisfies one of them (`copy_units.py`: the units of copies delivered
+into a level); a node it does not accept proves nothing.
+
 The certificate is the tree itself, as VIPR stores a MIP proof: the disjunction of every
 inner node and, per leaf, one dual vector: `y` for the LP's rows and one multiplier per
 disjunction row on its path. Any such vector proves, on the leaf's box [lo', hi'] with
@@ -17,17 +25,18 @@ its path's rows added,
     min c'x >= sum_r y_r (rlo_r if y_r > 0 else rhi_r) + sum_p mu_p * side_p
                + sum_j min(d_j lo'_j, d_j hi'_j),      d = c - A'y - sum_p mu_p a_p,
 
-(weak duality; `side_p` is `at` for a down row, which takes mu <= 0, and `at + 1` for an
-up row, mu >= 0; a multiplier of the wrong sign counts as 0; every term is finite
-because every bound is). Checking a tree is one sparse transposed product per leaf and
+(weak duality; `a_p` is row p's coefficients and `side_p` its right-hand side, `at` for
+a down row, which takes mu <= 0, and `at + 1` for an up row, mu >= 0; a multiplier of
+the wrong sign counts as 0; every term is finite because every bound is). Checking a tree is one sparse transposed product per leaf and
 a walk that gathers the disjunctions on the way: no solver, no tolerance. A dual that
 was rounded (they are stored at `DIGITS` significant digits) or came from an early stop
 proves less, never something false.
 
 `grow` builds a tree with HiGHS's dual simplex, hot-started from node to node: it
 expands the open leaf of least bound, on the first of the given `groups` (sets of
-branchable columns) whose sum is fractional there, else on the most fractional
-branchable column (higher `priority` first); it solves both children at once (so every
+branchable columns, or (columns, integer coefficients)) whose sum is fractional there,
+else on the disjunction the caller's `pick` proposes for its point (if any), else on
+the most fractional branchable column (higher `priority` first); it solves both children at once (so every
 open leaf has its dual), and stops at its time limit, at `max_leaves`, or when every
 leaf's bound reaches `cap` (no solution below `cap` is left). A child HiGHS finds
 infeasible gets a multiple of its dual ray added to its parent's dual until the bound
@@ -39,7 +48,7 @@ import heapq
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -50,12 +59,47 @@ DIGITS = 9  # significant digits of a stored dual value
 FRACTIONAL = 1e-6  # a value this far from an integer is fractional
 
 
-# A disjunction row on a leaf's path: (columns, at, up)
-Cut = tuple[tuple[int, ...], int, bool]
+@dataclass(frozen=True)
+class Row:
+    """One side of a disjunction on a leaf's path: `sum coefs * x[cols] <= rhs` (down) or
+    `>= rhs` (up); `box`: one 0/1 column fixed to 0 or 1, which goes into the leaf's box."""
+
+    cols: tuple[int, ...]
+    coefs: tuple[float, ...]
+    rhs: float
+    up: bool
+    box: bool = False
+
+
+@dataclass
+class Split:
+    """A disjunction to branch on: the fields its tree node stores and its two rows."""
+
+    fields: dict[str, Any]
+    down: Row
+    up: Row
+
+
+# a caller's kind of disjunction: a stored node to its (down, up) rows, None if not valid
+Kinds = dict[str, Callable[[dict[str, Any]], "tuple[Row, Row] | None"]]
+# a caller's proposal of a disjunction at a leaf's point x (with its row duals, or None)
+Pick = Callable[[np.ndarray, "np.ndarray | None"], "Split | None"]
+
+
+def integer_split(cols: tuple[int, ...], at: int, coefs: tuple[int, ...] | None = None) -> Split:
+    """`sum coefs * x[cols] <= at` or `>= at + 1` on 0/1 columns (coefficients 1 if None)."""
+    unit = coefs is None or all(c == 1 for c in coefs)
+    weights = tuple(1.0 for _ in cols) if coefs is None else tuple(float(c) for c in coefs)
+    box = len(cols) == 1 and unit and at == 0
+    fields: dict[str, Any] = {"branch": list(cols), "at": at}
+    if not unit:
+        fields["coef"] = [int(c) for c in coefs]
+    return Split(fields, Row(cols, weights, float(at), False, box),
+                 Row(cols, weights, float(at + 1), True, box))
 
 
 def box_bound(lp: BoxLP, y: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-              cuts: list[Cut] = (), mu: np.ndarray | None = None) -> float:
+              cuts: list[Row] = (), mu: np.ndarray | None = None) -> float:
     """The weak-duality bound (model units) that `y` (and `mu`, one per cut) proves on the
     box [lo, hi] with the `cuts` rows added (module docstring); a dual of the wrong sign
     on a one-sided row counts as 0 (still a dual vector); -inf if a term needs an
@@ -69,11 +113,11 @@ def box_bound(lp: BoxLP, y: np.ndarray, lo: np.ndarray, hi: np.ndarray,
         total = float(np.sum(y[used] * np.where(y[used] > 0, lp.rlo[used], lp.rhi[used])))
     if cuts:
         mu = np.zeros(len(cuts)) if mu is None else np.asarray(mu, np.float64)
-        for (cols, at, up), m in zip(cuts, mu.tolist()):
-            if (up and m <= 0) or (not up and m >= 0) or not math.isfinite(m):
+        for row, m in zip(cuts, mu.tolist()):
+            if (row.up and m <= 0) or (not row.up and m >= 0) or not math.isfinite(m):
                 continue
-            total += m * (at + 1 if up else at)
-            d[list(cols)] -= m
+            total += m * row.rhs
+            np.subtract.at(d, np.asarray(row.cols, np.int64), m * np.asarray(row.coefs, np.float64))
     with np.errstate(invalid="ignore"):
         cols = np.where(d > 0, d * lo, np.where(d < 0, d * hi, 0.0))
     if not (math.isfinite(total) and np.isfinite(cols).all()):
@@ -95,51 +139,66 @@ def _vector(index: Any, value: Any, n: int) -> np.ndarray | None:
     return y
 
 
-def _disjunction(node: dict[str, Any], branchable: np.ndarray) -> tuple[tuple[int, ...], int] | None:
-    """A node's (columns, at) if every column is distinct and branchable, else None."""
-    cols, at = node.get("branch"), node.get("at", 0)
-    if isinstance(cols, int):
-        cols = [cols]
-    if not isinstance(cols, list) or not cols or not isinstance(at, int) or isinstance(at, bool):
-        return None
-    if not all(isinstance(j, int) and not isinstance(j, bool) and 0 <= j < branchable.size
-               and branchable[j] for j in cols) or len(set(cols)) != len(cols):
-        return None
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _disjunction(node: dict[str, Any], branchable: np.ndarray,
+                 kinds: Kinds | None = None) -> tuple[Row, Row] | None:
+    """A node's two rows: by its `kind`'s function when it names one, else an integer sum
+    (distinct branchable columns, an integer `at`, integer nonzero `coef` if given); None
+    when the node is not a valid disjunction or lacks a side."""
     if not isinstance(node.get("down"), dict) or not isinstance(node.get("up"), dict):
         return None
-    return tuple(cols), at
+    if "kind" in node:
+        resolve = (kinds or {}).get(node["kind"]) if isinstance(node["kind"], str) else None
+        return None if resolve is None else resolve(node)
+    cols, at, coefs = node.get("branch"), node.get("at", 0), node.get("coef")
+    if isinstance(cols, int):
+        cols = [cols]
+    if not isinstance(cols, list) or not cols or not _is_int(at):
+        return None
+    if not all(_is_int(j) and 0 <= j < branchable.size and branchable[j] for j in cols) \
+            or len(set(cols)) != len(cols):
+        return None
+    if coefs is not None and not (isinstance(coefs, list) and len(coefs) == len(cols)
+                                  and all(_is_int(a) and a != 0 for a in coefs)):
+        return None
+    split = integer_split(tuple(cols), at, None if coefs is None else tuple(coefs))
+    return split.down, split.up
 
 
-def _leaf_box(lp: BoxLP, path: list[Cut]) -> tuple[np.ndarray, np.ndarray, list[Cut]]:
-    """The box of a leaf (single-column disjunctions fixed in it) and its other rows."""
+def _leaf_box(lp: BoxLP, path: list[Row]) -> tuple[np.ndarray, np.ndarray, list[Row]]:
+    """The box of a leaf (single 0/1 columns fixed in it) and its other rows."""
     lo, hi = np.asarray(lp.lo, np.float64).copy(), np.asarray(lp.hi, np.float64).copy()
     rows = []
-    for cols, at, up in path:
-        if len(cols) == 1 and at == 0:
-            lo[cols[0]] = hi[cols[0]] = 1.0 if up else 0.0
+    for row in path:
+        if row.box:
+            lo[row.cols[0]] = hi[row.cols[0]] = 1.0 if row.up else 0.0
         else:
-            rows.append((cols, at, up))
+            rows.append(row)
     return lo, hi, rows
 
 
-def check_tree(lp: BoxLP, tree: dict[str, Any], branchable: np.ndarray) -> float:
+def check_tree(lp: BoxLP, tree: dict[str, Any], branchable: np.ndarray,
+               kinds: Kinds | None = None) -> float:
     """The bound (model units) a tree proves: the least of its leaves' weak-duality
-    bounds, each with its path's disjunctions; -inf when a node's disjunction is not on
-    distinct `branchable` columns (a boolean mask) with an integer `at`, or a leaf's
-    duals do not fit."""
+    bounds, each with its path's disjunctions; -inf when a node's disjunction is not
+    valid (`_disjunction`: an integer sum on distinct `branchable` columns, a boolean
+    mask, or a node of one of `kinds` that kind's function accepts), or a leaf's duals do
+    not fit."""
     worst = math.inf
-    stack: list[tuple[Any, list[Cut]]] = [(tree, [])]
+    stack: list[tuple[Any, list[Row]]] = [(tree, [])]
     while stack:
         node, path = stack.pop()
         if not isinstance(node, dict):
             return -math.inf
-        if "branch" in node:
-            split = _disjunction(node, branchable)
-            if split is None:
+        if "branch" in node or "kind" in node:
+            sides = _disjunction(node, branchable, kinds)
+            if sides is None:
                 return -math.inf
-            cols, at = split
-            stack.append((node["down"], path + [(cols, at, False)]))
-            stack.append((node["up"], path + [(cols, at, True)]))
+            stack.append((node["down"], path + [sides[0]]))
+            stack.append((node["up"], path + [sides[1]]))
             continue
         y = _vector(node.get("index"), node.get("value"), lp.rlo.size)
         lo, hi, rows = _leaf_box(lp, path)
@@ -159,7 +218,7 @@ def count_leaves(tree: dict[str, Any]) -> int:
     stack, n = [tree], 0
     while stack:
         node = stack.pop()
-        if "branch" in node:
+        if "branch" in node or "kind" in node:
             stack += [node["down"], node["up"]]
         else:
             n += 1
@@ -170,9 +229,9 @@ def count_leaves(tree: dict[str, Any]) -> int:
 class _Node:
     bound: float
     serial: int
-    path: list[Cut] = field(compare=False)
+    path: list[Row] = field(compare=False)
     leaf: dict[str, Any] = field(compare=False)  # the tree node this open leaf is
-    split: tuple[tuple[int, ...], int] | None = field(compare=False, default=None)
+    split: Split | None = field(compare=False, default=None)
 
 
 @dataclass
@@ -207,24 +266,25 @@ class _Solver:
     its dual (with a Farkas ray where it is empty) and a branching choice returned."""
 
     def __init__(self, lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
-                 groups: list[np.ndarray], priority: np.ndarray, threads: int) -> None:
+                 groups: list[tuple[np.ndarray, np.ndarray | None]], priority: np.ndarray,
+                 threads: int, pick: Pick | None = None) -> None:
         self.h = new_highs(threads, 0, time_limit + 5.0)  # HiGHS's clock runs over every solve
         self.h.setOptionValue("solver", "simplex")
         self.h.passModel(lp.highs_lp())
         self.lp, self.branchable, self.cap = lp, branchable, cap
-        self.groups, self.priority = groups, priority
+        self.groups, self.priority, self.pick = groups, priority, pick
         self.cols = np.arange(lp.cost.size, dtype=np.int32)
         self.statuses: dict[str, int] = {}
         self.solved = 0
 
-    def solve(self, path: list[Cut], parent: tuple[np.ndarray, np.ndarray] | None
-              ) -> tuple[float, np.ndarray, np.ndarray, tuple[tuple[int, ...], int] | None]:
+    def solve(self, path: list[Row], parent: tuple[np.ndarray, np.ndarray] | None
+              ) -> tuple[float, np.ndarray, np.ndarray, Split | None]:
         lp, h, n_rows = self.lp, self.h, self.lp.rlo.size
         lo, hi, rows = _leaf_box(lp, path)
         h.changeColsBounds(self.cols.size, self.cols, lo, hi)
-        for cols, at, up in rows:
-            h.addRow(float(at + 1) if up else -math.inf, math.inf if up else float(at), len(cols),
-                     np.asarray(cols, np.int32), np.ones(len(cols)))
+        for row in rows:
+            h.addRow(row.rhs if row.up else -math.inf, math.inf if row.up else row.rhs, len(row.cols),
+                     np.asarray(row.cols, np.int32), np.asarray(row.coefs, np.float64))
         h.run()
         self.solved += 1
         status = h.modelStatusToString(h.getModelStatus())
@@ -258,33 +318,49 @@ class _Solver:
         y, mu = candidates[best]
         split = None
         if x is not None and bound < self.cap:
-            split = self._split(x, lo, hi)
+            row_dual = np.asarray(sol.row_dual, np.float64)[:n_rows] if sol.dual_valid else None
+            split = self._split(x, lo, hi, row_dual)
         return bound, y, mu, split
 
-    def _split(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[tuple[int, ...], int] | None:
-        for group in self.groups:
-            total = float(x[group].sum())
+    def _split(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               row_dual: np.ndarray | None) -> Split | None:
+        for group, coefs in self.groups:
+            total = float(x[group].sum()) if coefs is None else float(x[group] @ coefs)
             if abs(total - round(total)) > FRACTIONAL:
-                return tuple(int(j) for j in group), int(math.floor(total))
+                return integer_split(tuple(int(j) for j in group), int(math.floor(total)),
+                                     None if coefs is None else tuple(int(a) for a in coefs))
+        if self.pick is not None:
+            chosen = self.pick(x, row_dual)
+            if chosen is not None:
+                return chosen
         frac = np.minimum(x, 1.0 - x)
         open_ = self.branchable & (frac > FRACTIONAL) & (lo < hi)
         if not open_.any():
             return None
         which = np.flatnonzero(open_)
         key = np.lexsort((-frac[which], -self.priority[which]))
-        return (int(which[key[0]]),), 0
+        return integer_split((int(which[key[0]]),), 0)
+
+
+def _group(g: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    if isinstance(g, tuple):
+        return np.asarray(g[0], np.int64), np.asarray(g[1], np.float64)
+    return np.asarray(g, np.int64), None
 
 
 def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
-         max_leaves: int = 200, groups: list[np.ndarray] = (), priority: np.ndarray | None = None,
-         scale: float = 1.0, threads: int = 1) -> Grown:
+         max_leaves: int = 200, groups: list[Any] = (), priority: np.ndarray | None = None,
+         scale: float = 1.0, threads: int = 1, kinds: Kinds | None = None,
+         pick: Pick | None = None) -> Grown:
     """Grow a tree (module docstring) for at most `time_limit` seconds and `max_leaves`
     leaves; `cap` (model units) is where a leaf is closed; `scale` turns model units into
-    the seconds `Grown` reports."""
+    the seconds `Grown` reports. `groups` are column arrays or (columns, integer
+    coefficients) pairs; `pick` proposes disjunctions first, of the `kinds` the tree is
+    checked with."""
     began = time.perf_counter()
     prio = np.zeros(lp.cost.size) if priority is None else np.asarray(priority, np.float64)
-    solver = _Solver(lp, branchable, cap, time_limit, [np.asarray(g, np.int64) for g in groups],
-                     prio, threads)
+    solver = _Solver(lp, branchable, cap, time_limit, [_group(g) for g in groups],
+                     prio, threads, pick)
     root: dict[str, Any] = {}
     bound, y, mu, split = solver.solve([], None)
     root_bound = bound
@@ -305,10 +381,9 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
             break
         heapq.heappop(heap)
         parent = duals.pop(id(node.leaf))
-        cols, at = node.split
         children = []
-        for up in (False, True):
-            path = node.path + [(cols, at, up)]
+        for side in (node.split.down, node.split.up):
+            path = node.path + [side]
             b, yc, muc, sc = solver.solve(path, parent)
             leaf = _leaf(yc, muc)
             duals[id(leaf)] = (yc, muc)
@@ -316,9 +391,9 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
             heapq.heappush(heap, _Node(b, serial, path, leaf, sc))
             serial += 1
         node.leaf.clear()
-        node.leaf.update({"branch": list(cols), "at": at, "down": children[0], "up": children[1]})
+        node.leaf.update({**node.split.fields, "down": children[0], "up": children[1]})
         leaves += 1
-    proved = check_tree(lp, root, branchable)
+    proved = check_tree(lp, root, branchable, kinds)
     return Grown(min(proved, cap) * scale, min(root_bound, cap) * scale, root,
                  count_leaves(root), solver.solved,
                  time.perf_counter() - began, status, solver.statuses)

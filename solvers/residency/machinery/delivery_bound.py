@@ -100,6 +100,13 @@ class DeliveryModel:
     # idle columns, one per interval (empty where it has no copies)
     copies: list[list[tuple[int, float, int, int]]] = field(default_factory=list)
     idle: list[list[int]] = field(default_factory=list)
+    # per (home h, window level l) with prefetches: the columns N[h, l, k] and D[h, l, k]
+    # by interval k, and per interval the (f, channel time) of the prefetches due at its end;
+    # per (level, step) its capacity row; per prefetch column f its tensor
+    delivered: dict[tuple[int, int], tuple[list[int], list[int]]] = field(default_factory=dict)
+    due: dict[tuple[int, int], list[list[tuple[int, float]]]] = field(default_factory=dict)
+    capacity: dict[tuple[int, int], int] = field(default_factory=dict)
+    prefetched: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -143,6 +150,9 @@ class _Builder:
         # (t, step) -> the w and c columns of t's windows over a home in the last level that
         # occupy that step (`cover_cuts.py` counts them; the LP does not use this)
         self.resident: dict[tuple[int, int], list[int]] = {}
+        self.delivered: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+        self.capacity: dict[tuple[int, int], int] = {}  # (level, step) -> row
+        self.prefetched: dict[int, int] = {}  # prefetch column -> tensor
 
     def tensor(self, t: int) -> None:
         """Tensor t's columns and rows: a home, the level serving each access in the block,
@@ -230,6 +240,7 @@ class _Builder:
                 if i == 0 and defining:
                     continue  # the producer's write goes into the defining window: no copy
                 f = b.col(0.0, 1.0 if ops[i] + lo >= 1 else 0.0)  # nothing is due at op 0
+                self.prefetched[f] = self._t
                 tau = size / inst.copy_bandwidth[h] / self.scale
                 self.copies[h].append((f, tau, earliest, ops[i]))
                 if ops[i] >= 1:  # due by the end of interval ops[i] - 1 of the block
@@ -300,6 +311,7 @@ class _Builder:
             rate = inst.copy_bandwidth[h] * self.scale  # bytes per unit of channel time
             N = [b.col(0.0, total) for _ in range(n)]
             D = [b.col(0.0, total) for _ in range(n)]
+            self.delivered[h, l] = (N, D)
             steps = buffered.setdefault(l, [[] for _ in range(n)])
             moved = channel.setdefault(h, [[] for _ in range(n)])
             for k in range(n):
@@ -347,7 +359,7 @@ class _Builder:
                 terms = homes[j] + [(c, v / cap) for c, v in self.occupancy[l][j]] + \
                     [(c, v / cap) for c, v in waiting[j]]
                 if terms:
-                    b.row(terms + fixed, hi=1.0)
+                    self.capacity[l, j + lo] = b.row(terms + fixed, hi=1.0)
                     rows += 1
         return rows
 
@@ -376,7 +388,8 @@ def formulate(inst: Instance, ceiling: float, deadline: float = INF,
     b = m.b
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
              "capacity_rows": n_cap, "span_rows": spans, "delivery_pairs": len(m.due)}
-    return DeliveryModel(inst, scale, b.arrays(scale), m.homes, stats, m.resident, m.columns, m.copies, idle)
+    return DeliveryModel(inst, scale, b.arrays(scale), m.homes, stats, m.resident, m.columns, m.copies, idle,
+                         m.delivered, m.due, m.capacity, m.prefetched)
 
 
 def dual_bound(model: DeliveryModel, row_dual: np.ndarray) -> float:
