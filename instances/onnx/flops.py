@@ -99,13 +99,28 @@ def _einsum(node, ins, outs) -> float:
     return (2.0 if len(ins) > 1 else 1.0) * product
 
 
+def _attention(node, ins, outs) -> float:
+    """ONNX's fused `Attention` (opset 23; what the dynamo exporter writes for
+    scaled_dot_product_attention at opset >= 23): Q.K^T, softmax, then .V, over every key
+    of K and of the cache `past_key` (input 4) it extends. Q and K are 4-D [batch, heads,
+    tokens, head size] or 3-D [batch, tokens, heads x head size] (`q_num_heads`)."""
+    q, k = ins[0], ins[1]
+    past = ins[4] if len(ins) > 4 else ()
+    keys = (k[-2] if len(k) == 4 else k[1]) + (past[-2] if len(past) == 4 else 0)
+    head = q[-1] if len(q) == 4 else q[-1] // max(1, int(_attr(node, "q_num_heads", 1)))
+    scores = _prod(q) // max(1, head) * keys
+    return 2.0 * _prod(q) * keys + 5.0 * scores + 2.0 * _prod(outs[0]) * keys
+
+
 def _window_pool(node, ins, outs) -> float:
     return float(_prod(outs[0]) * _prod(_attr(node, "kernel_shape", [1])))
 
 
 FORMULAS: dict[str, Callable[[onnx.NodeProto, list[Shape], list[Shape]], float]] = {
     "Conv": _conv, "ConvInteger": _conv, "QLinearConv": lambda n, i, o: _conv(n, [i[0], i[3]], o),
-    "ConvTranspose": _conv_transpose, "MatMul": _matmul, "MatMulInteger": _matmul,
+    "ConvTranspose": _conv_transpose, "Attention": _attention,
+    # x * cos + rotate(x) * sin per element of the rotated part (opset 23)
+    "RotaryEmbedding": lambda n, i, o: 3.0 * _prod(o[0]), "MatMul": _matmul, "MatMulInteger": _matmul,
     "QLinearMatMul": lambda n, i, o: _matmul(n, [i[0]], o), "Gemm": _gemm, "Einsum": _einsum,
     **dict.fromkeys(WINDOW_POOLS, _window_pool),
     **{op: (lambda n, i, o: float(_prod(i[0]))) for op in REDUCTIONS},

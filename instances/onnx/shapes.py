@@ -167,7 +167,7 @@ def bind_dimensions(model: onnx.ModelProto, batch: int | None, dims: dict[str, i
                                   "are not supported)")
         shape = value.type.tensor_type.shape
         for axis, d in enumerate(shape.dim):
-            if not d.HasField("dim_value") or d.dim_value < 1:
+            if not d.HasField("dim_value") or d.dim_value < 0:
                 name = d.dim_param or "unnamed"
                 hint = (f"--dim {d.dim_param}=VALUE" if d.dim_param else "--batch N") \
                     if axis == 0 or d.dim_param else "re-export with a named dimension"
