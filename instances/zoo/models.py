@@ -56,9 +56,11 @@ def _tokens(n: int = SEQ_LEN, vocab: int = 1000) -> Any:
 # ------------------------------------------------------------------ vision
 def _torchvision(fn: str, shape: tuple[int, ...] = IMAGE, **kwargs: Any) -> Callable[[], Any]:
     def build() -> tuple[Any, dict[str, Any]]:
-        import torchvision
+        import importlib
+        path = fn.split(".")  # "video.r3d_18": a model of a torchvision.models submodule
+        models = importlib.import_module(".".join(["torchvision.models", *path[:-1]]))
         _seed()
-        model = getattr(torchvision.models, fn)(weights=None, **kwargs).eval()
+        model = getattr(models, path[-1])(weights=None, **kwargs).eval()
         return model, _image(shape)
     return build
 
@@ -193,6 +195,48 @@ def _decoder(kind: str, decode: bool, steps: int = 1, **fields: Any) -> Callable
     return build
 
 
+def _whisper_decoder(**fields: Any) -> Callable[[], Any]:
+    """Whisper's decoder over a 128-token prompt, reading the encoder's states of 30 s of
+    audio (1500 frames) through cross-attention: the program a transcription's prefill runs."""
+    def build() -> tuple[Any, dict[str, Any]]:
+        import torch
+        import transformers
+        _seed()
+        decoder = transformers.WhisperModel(_config("WhisperConfig", **fields)).get_decoder()
+
+        class Decoder(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = decoder
+
+            def forward(self, input_ids: torch.Tensor,
+                        encoder_hidden_states: torch.Tensor) -> torch.Tensor:
+                return self.model(input_ids=input_ids,
+                                  encoder_hidden_states=encoder_hidden_states).last_hidden_state
+        return Decoder().eval(), {"input_ids": _tokens(SEQ_LEN),
+                                  "encoder_hidden_states": torch.randn(1, 1500, fields["d_model"])}
+    return build
+
+
+def _detr(**fields: Any) -> Callable[[], Any]:
+    """DETR (a ResNet-50 backbone built by timm, random weights) returning its class logits."""
+    def build() -> tuple[Any, dict[str, Any]]:
+        import torch
+        import transformers
+        _seed()
+        model = transformers.DetrForObjectDetection(_config("DetrConfig", **fields))
+
+        class Logits(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, image: torch.Tensor) -> torch.Tensor:
+                return self.model(pixel_values=image).logits
+        return Logits().eval(), _image()
+    return build
+
+
 def _speech(kind: str, model_class: str, keyword: str, shape: tuple[int, ...],
             encoder_only: bool = False, **fields: Any) -> Callable[[], Any]:
     def build() -> tuple[Any, dict[str, Any]]:
@@ -240,7 +284,7 @@ def _models() -> list[ZooModel]:
         shape = kwargs.pop("shape", IMAGE)
         extra = "".join(f", {k}={v!r}" for k, v in kwargs.items())
         words = f"float32 image [{','.join(map(str, shape))}]"
-        models.append(ZooModel(fn.replace("_", "-"), family,
+        models.append(ZooModel(fn.split(".")[-1].replace("_", "-"), family,
                                f"torchvision.models.{fn}(weights=None{extra})",
                                _torchvision(fn, shape, **kwargs), words))
 
@@ -326,6 +370,43 @@ def _models() -> list[ZooModel]:
         _speech("WhisperConfig", "WhisperModel", "input_features", (1, 80, 3000),
                 encoder_only=True, **whisper),
         "float32 log-mel features [1,80,3000] (30 s)"))
+
+    # architectures added to check the importer and the solvers on shapes of program the
+    # models above do not have (docs/zoo.md, "Unseen architectures"): 3-D convolutions,
+    # pooling as token mixer, MLP token mixing, relative position buckets, cross-attention,
+    # partial rotary embeddings with parallel attention and MLP, a detection transformer
+    vision("video.r3d_18", "video", shape=(1, 3, 8, 112, 112))
+    for fn in ("poolformer_s12", "resmlp_12_224"):
+        models.append(ZooModel(fn.replace("_", "-"), "vision-transformer",
+                               f"timm.create_model({fn!r}, pretrained=False)", _timm(fn),
+                               IMAGE_WORDS))
+    t5 = dict(d_model=512, d_ff=2048, d_kv=64, num_layers=6, num_heads=8, vocab_size=32128)
+    models.append(ZooModel("t5-small-encoder", "encoder",
+                           f"transformers.T5EncoderModel(transformers.T5Config({_fields(t5)}))",
+                           _encoder("T5Config", "T5EncoderModel", 32128, **t5), TOKENS_WORDS))
+    phi = dict(hidden_size=640, intermediate_size=2560, num_hidden_layers=4,  # head_dim 80 as phi-2
+               num_attention_heads=8, partial_rotary_factor=0.4, vocab_size=51200,
+               max_position_embeddings=2048)
+    call = (f"transformers.AutoModelForCausalLM.from_config(transformers.PhiConfig("
+            f"{_fields(phi)}), attn_implementation='eager')")
+    models.append(ZooModel("phi-small-prefill", "decoder", call + ": prefill",
+                           _decoder("PhiConfig", False, **phi), TOKENS_WORDS))
+    models.append(ZooModel(
+        "phi-small-decode", "decoder", call + ": one decode step with a key/value cache",
+        _decoder("PhiConfig", True, **phi),
+        f"int64 token id [1,1] and each layer's float32 key and value [1,heads,{PAST_LEN},"
+        "head_dim]"))
+    models.append(ZooModel(
+        "whisper-tiny-decoder", "speech",
+        f"transformers.WhisperModel(transformers.WhisperConfig({_fields(whisper)})).get_decoder()",
+        _whisper_decoder(**whisper),
+        f"int64 token ids [1,{SEQ_LEN}] and float32 encoder states [1,1500,384]"))
+    detr = dict(use_timm_backbone=True, backbone="resnet50", use_pretrained_backbone=False,
+                num_queries=100)
+    models.append(ZooModel(
+        "detr-resnet50", "detection",
+        f"transformers.DetrForObjectDetection(transformers.DetrConfig({_fields(detr)})).logits",
+        _detr(**detr), IMAGE_WORDS))
     return models
 
 
