@@ -112,6 +112,13 @@
   certificate stores those covers beside the duals and the ceiling; the check verifies
   each cover (sizes above the capacity), rebuilds the LP with the rows in order and
   recomputes weak duality. On request only.
+- Start columns for a few large tensors inside that LP, and a tree on them (model
+  `residency-delivery-start-tree`, `residency/machinery/start_columns.py`, where the
+  argument is): the prefetches of a stored set of tensors leave the fluid delivery
+  columns and get start columns instead (a window holds its whole size from its copy's
+  start), the rest stays fluid; a tree branches on those starts (and the step-cover
+  tree's columns). The certificate stores the tensors, the covers and the tree; the
+  check rebuilds the LP and walks the tree. On request only.
 
 All are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
@@ -142,16 +149,19 @@ ROTATION_LEVELS_MODEL = "residency-rotation-levels"
 STEP_COVER_MODEL = "residency-delivery-step-cover"
 STEP_COVER_TREE_MODEL = "residency-delivery-step-cover-tree"
 UNITS_TREE_MODEL = "residency-delivery-units-tree"
+START_COLUMN_MODEL = "residency-delivery-start-tree"
 LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL,
              TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL, STEP_COVER_MODEL,
-             STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL, UNITS_TREE_MODEL)
+             STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL, UNITS_TREE_MODEL,
+             START_COLUMN_MODEL)
 # models whose certificate stores the ceiling (a valid latency) their columns are capped by
 CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL, START_TREE_MODEL,
-                  COVER_TREE_MODEL, STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, UNITS_TREE_MODEL)
+                  COVER_TREE_MODEL, STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, UNITS_TREE_MODEL,
+                  START_COLUMN_MODEL)
 # models solved only when asked for by name (`improve --lp-model`), per problem
 ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL,
                                     STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL,
-                                    UNITS_TREE_MODEL)}
+                                    UNITS_TREE_MODEL, START_COLUMN_MODEL)}
 # a tree is kept only when it proves this much (relative) above its root LP
 TREE_MIN_GAIN = 0.002
 # the rotation over levels searches only below this share of the best known, and its
@@ -167,6 +177,8 @@ START_TREE_MAX_LEAVES = 1500
 STEP_COVER_TREE_MAX_LEAVES = 400
 # a tree over the unit LP (whole copies): each node is an LP of the whole program
 UNITS_TREE_MAX_LEAVES = 400
+# a tree over the step-cover LP with start columns (start_columns.py): as the step-cover tree's
+START_COLUMN_MAX_LEAVES = 400
 
 
 def closed_form(instance: Instance) -> float:
@@ -453,6 +465,8 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
         return _step_cover_tree(instance, time_limit, ceiling)
     if model == UNITS_TREE_MODEL:
         return _units_tree(instance, time_limit, ceiling)
+    if model == START_COLUMN_MODEL:
+        return _start_column_tree(instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -513,6 +527,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_step_cover_tree(instance, certificate, valid_latency)
     if certificate.get("model") == UNITS_TREE_MODEL:
         return _check_units_tree(instance, certificate, valid_latency)
+    if certificate.get("model") == START_COLUMN_MODEL:
+        return _check_start_column_tree(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -735,3 +751,30 @@ def _check_units_tree(instance: Instance, certificate: dict[str, Any],
         return -math.inf
     return _margined(copy_units.check_tree(instance, ceiling, certificate.get("units"),
                                            int(certificate.get("rows", -1)), certificate.get("tree")))
+def _start_column_tree(instance: Instance, time_limit: float | None,
+                       ceiling: float | None) -> dict[str, Any] | None:
+    """A tree over the step-cover LP with start columns for a few large tensors
+    (`start_columns.bound`): the tensors, covers and tree with the ceiling."""
+    from memplace.solvers.residency.machinery import start_columns
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+        return None
+    got = start_columns.bound(instance, ceiling, 600.0 if time_limit is None else time_limit,
+                              START_COLUMN_MAX_LEAVES)
+    if got.tree is None or not got.tensors:
+        return None
+    cert = {"kind": "lp-dual", "model": START_COLUMN_MODEL, "ceiling": float(ceiling),
+            "rows": got.rows, "tensors": list(got.tensors),
+            "covers": [cover.to_json() for cover in got.covers], "leaves": got.leaves, "tree": got.tree}
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+
+
+def _check_start_column_tree(instance: Instance, certificate: dict[str, Any],
+                             valid_latency: float | None) -> float:
+    from memplace.solvers.residency.machinery import start_columns
+    ceiling = _ceiling(certificate, valid_latency)
+    if ceiling is None:
+        return -math.inf
+    return _margined(start_columns.check(instance, ceiling, certificate.get("tensors"),
+                                         certificate.get("covers"), int(certificate.get("rows", -1)),
+                                         certificate.get("tree")))

@@ -107,6 +107,11 @@ class DeliveryModel:
     due: dict[tuple[int, int], list[list[tuple[int, float]]]] = field(default_factory=dict)
     capacity: dict[tuple[int, int], int] = field(default_factory=dict)
     prefetched: dict[int, int] = field(default_factory=dict)
+    # the prefetches left out of N and D (`formulate`'s `apart`): (tensor, access, window
+    # level, home, f column, channel time, earliest issue, due step); per (home, interval)
+    # its channel row, where built (both for `start_columns.py`)
+    apart: list[tuple[int, int, int, int, int, float, int, int]] = field(default_factory=list)
+    channel_rows: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -131,7 +136,7 @@ class _Builder:
     charged to a span only if its earliest issue and its due op both lie in the block."""
 
     def __init__(self, inst: Instance, scale: float, ceiling: float,
-                 ops: tuple[int, int] | None = None) -> None:
+                 ops: tuple[int, int] | None = None, apart: frozenset[int] = frozenset()) -> None:
         L = inst.n_levels
         self.lo, self.hi = (0, inst.n_ops) if ops is None else ops
         n = self.hi - self.lo
@@ -153,6 +158,8 @@ class _Builder:
         self.delivered: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
         self.capacity: dict[tuple[int, int], int] = {}  # (level, step) -> row
         self.prefetched: dict[int, int] = {}  # prefetch column -> tensor
+        self.apart, self.apart_copies = apart, []
+        self.channel_rows: dict[tuple[int, int], int] = {}
 
     def tensor(self, t: int) -> None:
         """Tensor t's columns and rows: a home, the level serving each access in the block,
@@ -243,7 +250,9 @@ class _Builder:
                 self.prefetched[f] = self._t
                 tau = size / inst.copy_bandwidth[h] / self.scale
                 self.copies[h].append((f, tau, earliest, ops[i]))
-                if ops[i] >= 1:  # due by the end of interval ops[i] - 1 of the block
+                if self._t in self.apart:  # its delivery is `start_columns.py`'s
+                    self.apart_copies.append((self._t, i, l, h, f, tau, earliest, ops[i]))
+                elif ops[i] >= 1:  # due by the end of interval ops[i] - 1 of the block
                     if (h, l) not in self.due:
                         self.due[h, l] = [[] for _ in self.E]
                     self.due[h, l][ops[i] - 1].append((f, tau))
@@ -326,7 +335,7 @@ class _Builder:
         for h, moved in channel.items():
             for k in range(n):
                 if moved[k]:
-                    b.row(moved[k] + [(idle[h][k], -1.0)], hi=0.0)
+                    self.channel_rows[h, k] = b.row(moved[k] + [(idle[h][k], -1.0)], hi=0.0)
         return buffered
 
     def capacity_rows(self, buffered: dict[int, list[list[tuple[int, float]]]], deadline: float) -> int:
@@ -371,13 +380,16 @@ def model_scale(inst: Instance) -> float:
 
 
 def formulate(inst: Instance, ceiling: float, deadline: float = INF,
-              ops: tuple[int, int] | None = None, scale: float | None = None) -> DeliveryModel:
+              ops: tuple[int, int] | None = None, scale: float | None = None,
+              apart: frozenset[int] = frozenset()) -> DeliveryModel:
     """Build the delivery relaxation of `inst` (module docstring), or of its intervals
     `ops = (lo, hi)` alone (`_Builder`); `ceiling` is the latency (seconds) of a valid
-    solution, which caps the interval columns. Raises TimeoutError once
-    `time.perf_counter()` passes `deadline`."""
+    solution, which caps the interval columns. The prefetches of the tensors `apart` are
+    left out of the delivery columns N and D (the model is then no bound until
+    `start_columns.py` charges them). Raises TimeoutError once `time.perf_counter()`
+    passes `deadline`."""
     scale = model_scale(inst) if scale is None else scale
-    m = _Builder(inst, scale, ceiling, ops)
+    m = _Builder(inst, scale, ceiling, ops, frozenset(apart))
     for t in range(inst.n_tensors):
         if t % 256 == 0 and time.perf_counter() >= deadline:
             raise TimeoutError(f"tensor {t} of {inst.n_tensors}")
@@ -389,7 +401,8 @@ def formulate(inst: Instance, ceiling: float, deadline: float = INF,
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
              "capacity_rows": n_cap, "span_rows": spans, "delivery_pairs": len(m.due)}
     return DeliveryModel(inst, scale, b.arrays(scale), m.homes, stats, m.resident, m.columns, m.copies, idle,
-                         m.delivered, m.due, m.capacity, m.prefetched)
+                         m.delivered, m.due, m.capacity, m.prefetched, m.apart_copies,
+                         m.channel_rows)
 
 
 def dual_bound(model: DeliveryModel, row_dual: np.ndarray) -> float:
