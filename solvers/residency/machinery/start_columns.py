@@ -139,13 +139,18 @@ class _Extension:
 
 
 def formulate(inst: Instance, ceiling: float, tensors: tuple[int, ...],
-              deadline: float = math.inf) -> StartModel:
+              deadline: float = math.inf, ops: tuple[int, int] | None = None) -> StartModel:
     """The delivery relaxation with copy rows, the prefetches of `tensors` given start
-    columns (module docstring); `ceiling` is a valid latency (seconds)."""
+    columns (module docstring); `ceiling` is a valid latency (seconds). With `ops = (lo,
+    hi)`, of those intervals alone (`delivery_bound.formulate`'s block, without copy rows;
+    steps are the block's, a window may start before it, and the first interval's moves
+    are not charged to a channel when the block does not start the program)."""
     if any(not 0 <= t < inst.n_tensors for t in tensors) or len(set(tensors)) != len(tensors):
         raise ValueError(f"tensors must be distinct tensors of {inst.name}: {list(tensors)}")
-    base = step_covers.with_copy_rows(
-        delivery_bound.formulate(inst, ceiling, deadline, apart=frozenset(tensors)))
+    base = delivery_bound.formulate(inst, ceiling, deadline, ops, apart=frozenset(tensors))
+    inside = ops is None or ops[0] == 0
+    if ops is None:  # a copy row assumes the copy moves inside the model's intervals
+        base = step_covers.with_copy_rows(base)
     ext = _Extension(base.lp)
     channel: dict[tuple[int, int], list[tuple[int, float]]] = {}
     load: dict[tuple[int, int], list[tuple[int, float]]] = {}
@@ -163,7 +168,8 @@ def formulate(inst: Instance, ceiling: float, tensors: tuple[int, ...],
                 ext.row([(Y[m], 1.0), (Y[m - 1], -1.0)], lo=0.0)
                 ext.row([(F[m], 1.0), (F[m - 1], -1.0)], lo=0.0)
             ext.row([(F[m], 1.0), (Y[m], -1.0)], hi=0.0)
-            channel.setdefault((h, j), []).append((F[m], tau))
+            if j or inside:
+                channel.setdefault((h, j), []).append((F[m], tau))
             if m + 1 < len(F):
                 channel.setdefault((h, j + 1), []).append((F[m], -tau))
             load.setdefault((l, j), []).append((Y[m], size))
