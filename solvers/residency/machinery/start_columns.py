@@ -149,6 +149,7 @@ def formulate(inst: Instance, ceiling: float, tensors: tuple[int, ...],
         raise ValueError(f"tensors must be distinct tensors of {inst.name}: {list(tensors)}")
     base = delivery_bound.formulate(inst, ceiling, deadline, ops, apart=frozenset(tensors))
     inside = ops is None or ops[0] == 0
+    lo = 0 if ops is None else ops[0]  # `base.capacity` is keyed by program step
     if ops is None:  # a copy row assumes the copy moves inside the model's intervals
         base = step_covers.with_copy_rows(base)
     ext = _Extension(base.lp)
@@ -183,7 +184,7 @@ def formulate(inst: Instance, ceiling: float, tensors: tuple[int, ...],
         else:
             ext.add(row, terms)
     for (l, j), terms in sorted(load.items()):
-        row = base.capacity.get((l, j))
+        row = base.capacity.get((l, j + lo))
         if row is None:
             ext.row(terms, hi=1.0)
         else:
