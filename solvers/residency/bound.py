@@ -24,6 +24,14 @@ packing library's best-fit on addressed levels, where a home without one moves a
 down), and the simulator gives its latency. The solver also offers the static compiler
 placement and `msa`'s solution, so it is never worse than either; it reports `optimal`
 only when its best solution is within `gap` of the bound.
+
+HiGHS runs the MILPs with a light presolve (`presolve`): on this machine its full one, which
+no time limit interrupts, spent 25 of phase 1's 37 s probing the start binaries of
+bert-base[seq_len=256]@edge-npu and left no time for a node. The last `polish` share of
+the time (kept from the start) anneals the best solution found at a low temperature
+(sa's compiled move loop, `move_loop.anneal`): a point of the relaxation, decoded, is
+near a good solution but not at its local optimum (the relaxation moves copies as fluid
+shares), and a few seconds of moves from it gain 0.04-0.2%.
 """
 from __future__ import annotations
 
@@ -38,9 +46,11 @@ from memplace.model.packing.heuristics import heuristic_offsets
 from memplace.model.residency import ResidencySolution, Window, producer_of, simulate, violations
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers import Param, SearchContext, register
+from memplace.solvers.residency.machinery import move_loop
 from memplace.solvers.residency.machinery.access_bound import access_bound
 from memplace.solvers.residency.machinery.horizon_bound import horizon_bound
-from memplace.solvers.residency.machinery.relaxation import (BOUND_MARGIN, BuildTimeout, Relaxation,
+from memplace.solvers.residency.machinery.relaxation import (BOUND_MARGIN, PRESOLVE_MODES,
+                                                             BuildTimeout, Relaxation,
                                                              formulate, model_columns,
                                                              solve_capped, solve_relaxation,
                                                              tensor_accesses)
@@ -68,6 +78,10 @@ HORIZON_SHARE = 0.6  # of the time for the LPs, for the horizon bound (it runs f
 # it took 113 s and 1.25 GB to prove no more than the closed-form bounds, time the search
 # of `memplace gap` can use
 ACCESS_AFTER_HORIZON_OPS = 2_000
+# The polish's anneal: temperatures relative to the latency (sa's start at 3e-3 would
+# leave the solution's basin), and below this many seconds left it is not started
+POLISH_TEMPERATURES = (1e-4, 1e-7)
+POLISH_MIN_S = 0.2
 
 
 def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[Window]]:
@@ -235,6 +249,12 @@ PARAMS = {
     "threads": Param(1, int, low=1, high=64, doc="HiGHS threads"),
     "seeds": Param(True, bool, doc="also offer msa's solution (the static compiler placement "
                                     "is always offered)"),
+    "presolve": Param("light", str, choices=tuple(PRESOLVE_MODES),
+                      doc="HiGHS's presolve on the MILPs (full: its default, not interrupted "
+                          "by the time limit)"),
+    "polish": Param(0.1, float, low=0.0, high=0.9,
+                    doc="share of the time kept for annealing the best solution at a low "
+                        "temperature at the end (0: none)"),
 }
 
 
@@ -252,7 +272,8 @@ class BoundResult:
 def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: float = 1e-4,
                         threads: int = 1, seed: int = 0, seeds: bool = True,
                         should_stop=None, on_solution=None, on_bound=None,
-                        notes: dict | None = None) -> BoundResult:
+                        notes: dict | None = None, presolve: str = "light",
+                        polish: float = 0.1) -> BoundResult:
     """Solve the relaxation, decode and repair its windows, and keep the best of them,
     the static compiler placement and (with `seeds`) msa's solution. `on_solution(sol)`
     sees every valid solution as it is found, `on_bound(seconds)` every bound proven;
@@ -261,9 +282,13 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
 
     `time_limit` covers everything: msa's start (at most a fifth of it), building each
     model (abandoned at the deadline), HiGHS (given what is left after the build, less
-    `DECODE_SHARE` kept for decoding and repairing its point)."""
+    `DECODE_SHARE` kept for decoding and repairing its point), the polish (`polish` of
+    it, kept from the start; without a time limit none). `presolve`: HiGHS's on the MILPs
+    (a key of `relaxation.PRESOLVE_MODES`)."""
+    polish_s = 0.0 if time_limit is None else polish * time_limit
     run = _Run(inst, time_limit, gap, threads, seed, should_stop, on_solution, on_bound,
-               {} if notes is None else notes)
+               {} if notes is None else notes, presolve)
+    run.deadline -= polish_s  # the bounds' deadline; the polish's is the run's
     # the model's closed-form bounds (model/residency/bounds.py) first, as they are proven
     # at once, whatever the time limit cuts short
     run.prove(lower_bound(inst))
@@ -278,6 +303,9 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
         run.notes["model"] = f"not built: {columns} columns > {MAX_COLUMNS}"
     else:
         run.milp_phases()
+    run.deadline += polish_s
+    if polish_s > 0:
+        run.polish()
     return BoundResult(run.bound, run.best, run.proven(), run.incumbent, run.notes)
 
 
@@ -285,8 +313,9 @@ class _Run:
     """One `bound_and_incumbent`: the best bound and solutions so far, told as they come."""
 
     def __init__(self, inst: Instance, time_limit: float | None, gap: float, threads: int,
-                 seed: int, should_stop, on_solution, on_bound, notes: dict):
-        self.inst, self.time_limit, self.gap = inst, time_limit, gap
+                 seed: int, should_stop, on_solution, on_bound, notes: dict,
+                 presolve: str = "light"):
+        self.inst, self.time_limit, self.gap, self.presolve = inst, time_limit, gap, presolve
         self.threads, self.seed, self.should_stop = threads, seed, should_stop
         self.found = on_solution or (lambda sol: None)
         self.proved = on_bound or (lambda seconds: None)
@@ -379,7 +408,7 @@ class _Run:
             self.notes[f"phase{phase}"] = {"model": model.stats, "highs_status": "no time left"}
             return False
         out = solve_relaxation(model, limit, gap=self.gap, threads=self.threads, seed=self.seed,
-                               should_stop=self.should_stop)
+                               should_stop=self.should_stop, presolve=self.presolve)
         self.proved(max(self.bound, out.bound))
         self.bound = max(self.bound, out.bound)
         self.notes[f"phase{phase}"] = {"model": model.stats, "highs_status": out.status,
@@ -397,12 +426,30 @@ class _Run:
             self.best = self.incumbent
         return True
 
+    def polish(self) -> None:
+        """Anneal the best solution at `POLISH_TEMPERATURES` until the deadline (sa's
+        compiled move loop: every solution it returns is valid); offered if better. Not
+        when the best is proven optimal or less than `POLISH_MIN_S` is left."""
+        left = self.left()
+        if left < POLISH_MIN_S or self.proven() or (self.should_stop is not None and self.should_stop()):
+            return
+        began, start = time.perf_counter(), self.best
+        found, moves = move_loop.anneal(self.inst, start, np.random.default_rng(self.seed), 0,
+                                        *POLISH_TEMPERATURES, seconds=left,
+                                        should_stop=self.should_stop or (lambda: False))
+        found.latency = simulate(self.inst, found)
+        self.notes["polish"] = {"from": start.latency, "to": min(found.latency, start.latency),
+                                "moves": moves, "seconds": round(time.perf_counter() - began, 3)}
+        if found.latency < start.latency:
+            self.offer(found)
+
 
 @register("bound", "MILP relaxation of the simulator on HiGHS: a proven lower bound (homes, "
           "serving levels, copy bytes on idle channel time, capacity); its windows, "
           "repaired and simulated, are an incumbent", params=PARAMS, deterministic=True,
           problem="residency")
-def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> None:
+def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool, presolve: str,
+                polish: float) -> None:
     def offer(sol: ResidencySolution) -> None:
         ctx.count(1)
         ctx.offer(sol, sol.latency)
@@ -412,7 +459,7 @@ def solve_bound(ctx: SearchContext, gap: float, threads: int, seeds: bool) -> No
 
     limit = None if ctx.time_limit is None else max(0.05, ctx.remaining() - finish_seconds(ctx.instance))
     res = bound_and_incumbent(ctx.instance, limit, gap, threads, ctx.seed, seeds, ctx.should_stop,
-                              offer, proved, ctx.notes)
+                              offer, proved, ctx.notes, presolve, polish)
     if res.incumbent is not None:  # the relaxation's own windows, repaired and simulated
         ctx.notes["relaxation_incumbent"] = res.incumbent.latency
     ctx.lower_bound = res.bound

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -132,7 +133,8 @@ def test_bound_is_below_compiler_and_msa_on_committed_instances(name):
 
 def test_bound_is_registered_for_the_residency_problem():
     info = solver_info("bound", "residency")
-    assert info.check({}) == {"gap": 1e-4, "threads": 1, "seeds": True}
+    assert info.check({}) == {"gap": 1e-4, "threads": 1, "seeds": True, "presolve": "light",
+                              "polish": 0.1}
     assert math.isclose(info.check({"gap": "0.01"})["gap"], 0.01)
 
 
@@ -154,3 +156,37 @@ def test_above_the_size_limit_the_access_relaxation_runs_only_without_a_horizon_
     skipped = bound_and_incumbent(inst, time_limit=30, seeds=False).notes
     assert skipped["horizon"]["bound"] == ran["horizon"]["bound"]
     assert skipped["access"]["model"].startswith("not built: the horizon bound stands")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_light_presolve_proves_the_same_optimum_as_the_full_one(seed):
+    inst, _ = _random_case(seed)
+    model = formulate(inst, binary_starts=True)
+    full = solve_relaxation(model, None, gap=0.0, presolve="full")
+    light = solve_relaxation(model, None, gap=0.0, presolve="light")
+    assert full.status == light.status == "Optimal"
+    assert light.bound == pytest.approx(full.bound, rel=1e-6)
+
+
+def test_the_polish_anneals_the_best_solution_into_a_valid_one_no_worse_within_its_time():
+    inst = load("mobilenetv2@edge-npu")
+    run = bound_module._Run(inst, 2.0, 1e-4, 1, 0, None, None, None, {})
+    run.incumbents(True)  # the compiler's placement and msa's solution
+    start = run.best.latency
+    run.polish()
+    assert time.perf_counter() <= run.deadline + 1.0
+    polished = run.notes["polish"]
+    assert polished["from"] == start and polished["moves"] > 0
+    assert run.best.latency == polished["to"] < start  # msa's windows are no local optimum here
+    assert validate(inst, run.best).ok and simulate(inst, run.best) == run.best.latency
+
+
+def test_bound_keeps_the_polish_share_of_its_time_for_the_polish():
+    inst = load("mobilenetv2@edge-npu")
+    began = time.perf_counter()
+    notes = bound_and_incumbent(inst, time_limit=4.0, seeds=True, polish=0.25).notes
+    assert time.perf_counter() - began <= 4.0 + 2.0
+    assert 0.25 <= notes["polish"]["seconds"] <= 1.0 + 1.0  # 1 s kept (HiGHS may overrun its own)
+    assert notes["polish"]["to"] <= notes["polish"]["from"]
+    assert "polish" not in bound_and_incumbent(inst, time_limit=2.0, seeds=True, polish=0.0).notes

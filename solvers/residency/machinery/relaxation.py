@@ -502,12 +502,21 @@ class Outcome:
     seconds: float
 
 
+# HiGHS's presolve modes by name (its `presolve_mode` option): "full" is its default,
+# "light" skips the costly reductions, among them probing every binary
+PRESOLVE_MODES = {"full": 0, "light": 2}
+
+
 def solve_relaxation(model: Relaxation, time_limit: float | None, gap: float = 1e-4,
-                     threads: int = 1, seed: int = 0, should_stop=None) -> Outcome:
+                     threads: int = 1, seed: int = 0, should_stop=None,
+                     presolve: str = "full") -> Outcome:
     """Run HiGHS on the model; the bound is its proven dual bound (lowered by
-    BOUND_MARGIN)."""
+    BOUND_MARGIN). `presolve` is a key of PRESOLVE_MODES: its time limit is not heard
+    inside presolve, whose probing took 25 of 37 s on the start-binary model of
+    bert-base[seq_len=256]@edge-npu (34,855 binaries) and reduced it by 5%."""
     h = new_highs(threads, seed, time_limit)
     h.setOptionValue("mip_rel_gap", float(gap))
+    h.setOptionValue("presolve_mode", PRESOLVE_MODES[presolve])
     h.passModel(highs_lp(model))
     seconds = run(h, should_stop)
     status = h.modelStatusToString(h.getModelStatus())
