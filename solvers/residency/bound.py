@@ -25,9 +25,14 @@ down), and the simulator gives its latency. The solver also offers the static co
 placement and `msa`'s solution, so it is never worse than either; it reports `optimal`
 only when its best solution is within `gap` of the bound.
 
-HiGHS runs the MILPs with a light presolve (`presolve`): on this machine its full one, which
-no time limit interrupts, spent 25 of phase 1's 37 s probing the start binaries of
-bert-base[seq_len=256]@edge-npu and left no time for a node. The last `polish` share of
+HiGHS runs a MILP of more than `FULL_PRESOLVE_NONZEROS` nonzeros with a light presolve
+(`presolve`, "auto"). Its full presolve, which no time limit interrupts, paid on the
+smaller models and not on the larger ones: on gpt2@edge-npu (89,332 nonzeros) it takes
+phase 1 from 19,484 to 3,035 columns in 13 s and the branch and bound then explores 85
+nodes in 37 s (none with the light one); on bert-base[seq_len=256]@edge-npu it took 25 s
+(probing) to drop 5% of phase 1's columns (310,369 nonzeros; with the light one the root
+LP starts after 3 s) and left phase 0 (189,613) at its root when the time limit struck,
+where the light one lets it solve to optimality in 14 s. The last `polish` share of
 the time (kept from the start) anneals the best solution found at a low temperature
 (sa's compiled move loop, `move_loop.anneal`): a point of the relaxation, decoded, is
 near a good solution but not at its local optimum (the relaxation moves copies as fluid
@@ -82,6 +87,7 @@ ACCESS_AFTER_HORIZON_OPS = 2_000
 # leave the solution's basin), and below this many seconds left it is not started
 POLISH_TEMPERATURES = (1e-4, 1e-7)
 POLISH_MIN_S = 0.2
+FULL_PRESOLVE_NONZEROS = 100_000  # larger MILPs get HiGHS's light presolve ("auto")
 
 
 def windows_of(model: Relaxation, values: np.ndarray) -> tuple[np.ndarray, list[Window]]:
@@ -249,9 +255,9 @@ PARAMS = {
     "threads": Param(1, int, low=1, high=64, doc="HiGHS threads"),
     "seeds": Param(True, bool, doc="also offer msa's solution (the static compiler placement "
                                     "is always offered)"),
-    "presolve": Param("light", str, choices=tuple(PRESOLVE_MODES),
+    "presolve": Param("auto", str, choices=("auto",) + tuple(PRESOLVE_MODES),
                       doc="HiGHS's presolve on the MILPs (full: its default, not interrupted "
-                          "by the time limit)"),
+                          "by the time limit; auto: light above 100,000 nonzeros)"),
     "polish": Param(0.1, float, low=0.0, high=0.9,
                     doc="share of the time kept for annealing the best solution at a low "
                         "temperature at the end (0: none)"),
@@ -272,7 +278,7 @@ class BoundResult:
 def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: float = 1e-4,
                         threads: int = 1, seed: int = 0, seeds: bool = True,
                         should_stop=None, on_solution=None, on_bound=None,
-                        notes: dict | None = None, presolve: str = "light",
+                        notes: dict | None = None, presolve: str = "auto",
                         polish: float = 0.1) -> BoundResult:
     """Solve the relaxation, decode and repair its windows, and keep the best of them,
     the static compiler placement and (with `seeds`) msa's solution. `on_solution(sol)`
@@ -284,7 +290,8 @@ def bound_and_incumbent(inst: Instance, time_limit: float | None = 60.0, gap: fl
     model (abandoned at the deadline), HiGHS (given what is left after the build, less
     `DECODE_SHARE` kept for decoding and repairing its point), the polish (`polish` of
     it, kept from the start; without a time limit none). `presolve`: HiGHS's on the MILPs
-    (a key of `relaxation.PRESOLVE_MODES`)."""
+    (a key of `relaxation.PRESOLVE_MODES`, or "auto": light on a MILP of more than
+    `FULL_PRESOLVE_NONZEROS` nonzeros, else full)."""
     polish_s = 0.0 if time_limit is None else polish * time_limit
     run = _Run(inst, time_limit, gap, threads, seed, should_stop, on_solution, on_bound,
                {} if notes is None else notes, presolve)
@@ -314,7 +321,7 @@ class _Run:
 
     def __init__(self, inst: Instance, time_limit: float | None, gap: float, threads: int,
                  seed: int, should_stop, on_solution, on_bound, notes: dict,
-                 presolve: str = "light"):
+                 presolve: str = "auto"):
         self.inst, self.time_limit, self.gap, self.presolve = inst, time_limit, gap, presolve
         self.threads, self.seed, self.should_stop = threads, seed, should_stop
         self.found = on_solution or (lambda sol: None)
@@ -407,11 +414,15 @@ class _Run:
         if limit is not None and limit <= 0.05:
             self.notes[f"phase{phase}"] = {"model": model.stats, "highs_status": "no time left"}
             return False
+        presolve = self.presolve
+        if presolve == "auto":
+            presolve = "full" if model.stats["nonzeros"] <= FULL_PRESOLVE_NONZEROS else "light"
         out = solve_relaxation(model, limit, gap=self.gap, threads=self.threads, seed=self.seed,
-                               should_stop=self.should_stop, presolve=self.presolve)
+                               should_stop=self.should_stop, presolve=presolve)
         self.proved(max(self.bound, out.bound))
         self.bound = max(self.bound, out.bound)
-        self.notes[f"phase{phase}"] = {"model": model.stats, "highs_status": out.status,
+        self.notes[f"phase{phase}"] = {"model": model.stats, "presolve": presolve,
+                                       "highs_status": out.status,
                                        "nodes": out.nodes, "highs_s": round(out.seconds, 3),
                                        "bound": out.bound}
         if out.values is not None:
@@ -427,16 +438,25 @@ class _Run:
         return True
 
     def polish(self) -> None:
-        """Anneal the best solution at `POLISH_TEMPERATURES` until the deadline (sa's
-        compiled move loop: every solution it returns is valid); offered if better. Not
-        when the best is proven optimal or less than `POLISH_MIN_S` is left."""
+        """Anneal the best solution at `POLISH_TEMPERATURES` until the deadline or until
+        its best is proven optimal (sa's compiled move loop: every solution it returns is
+        valid); offered if better. Not when the best is proven optimal already or less
+        than `POLISH_MIN_S` is left."""
         left = self.left()
         if left < POLISH_MIN_S or self.proven() or (self.should_stop is not None and self.should_stop()):
             return
         began, start = time.perf_counter(), self.best
+        best = [start.latency]
+
+        def on_best(sol: ResidencySolution, latency: float) -> None:
+            best[0] = min(best[0], latency)
+
+        def done() -> bool:  # proven optimal, or told to stop
+            return best[0] <= self.bound * (1 + self.gap) / (1 - BOUND_MARGIN) or \
+                (self.should_stop is not None and self.should_stop())
         found, moves = move_loop.anneal(self.inst, start, np.random.default_rng(self.seed), 0,
-                                        *POLISH_TEMPERATURES, seconds=left,
-                                        should_stop=self.should_stop or (lambda: False))
+                                        *POLISH_TEMPERATURES, should_stop=done, on_best=on_best,
+                                        seconds=left)
         found.latency = simulate(self.inst, found)
         self.notes["polish"] = {"from": start.latency, "to": min(found.latency, start.latency),
                                 "moves": moves, "seconds": round(time.perf_counter() - began, 3)}

@@ -133,7 +133,7 @@ def test_bound_is_below_compiler_and_msa_on_committed_instances(name):
 
 def test_bound_is_registered_for_the_residency_problem():
     info = solver_info("bound", "residency")
-    assert info.check({}) == {"gap": 1e-4, "threads": 1, "seeds": True, "presolve": "light",
+    assert info.check({}) == {"gap": 1e-4, "threads": 1, "seeds": True, "presolve": "auto",
                               "polish": 0.1}
     assert math.isclose(info.check({"gap": "0.01"})["gap"], 0.01)
 
