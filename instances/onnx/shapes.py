@@ -11,7 +11,9 @@ library resolves both, so two are combined:
    Concat -> Reshape` chains that the first leaves unknown.
 
 The second runs only when the first leaves a shape unknown, and a fully known
-shape from either counts. A library that raises is recorded and skipped, never
+shape from either counts. Where both leave shapes unknown, the shape arithmetic that the
+known shapes determine is computed on numbers (`folding`) and ONNX's inference runs
+again on the model holding those values, for a few rounds while that resolves more. A library that raises is recorded and skipped, never
 turned into a traceback: what stays unknown is refused later, by name.
 
 Weights are never read: the model is loaded with `load_external_data=False`
@@ -38,6 +40,7 @@ from memplace.instances.onnx.errors import OnnxImportError
 # Initializers up to this many elements keep their values in the slim model:
 # shape vectors, axes, scalars, which data propagation needs.
 SMALL_INITIALIZER = 1024
+FOLD_ROUNDS = 8  # rounds of computing shape arithmetic, then inferring again
 
 
 @dataclass(frozen=True)
@@ -247,4 +250,34 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
             types.setdefault(value, found)
         if types and len(types) > before:
             notes.append(f"{name} resolved {len(types) - before} shapes")
+    _fold_and_infer(model, types, wanted, onnx_inference, notes)
     return ShapedModel(initializers, types, notes)
+
+
+def _fold_and_infer(model: onnx.ModelProto, types: dict[str, tuple[int, tuple[int, ...]]],
+                    wanted: list[str], infer, notes: list[str]) -> None:
+    """While shapes stay unknown: compute the shape arithmetic the known shapes determine
+    (`folding`), then run ONNX's inference again on the model with those values stored."""
+    from memplace.instances.onnx.folding import fold_shape_values
+    current = model
+    for _ in range(FOLD_ROUNDS):
+        if all(o in types for o in wanted):
+            return
+        folded, count = fold_shape_values(current, types)
+        if not count:
+            return
+        before = len(types)
+        for init in folded.graph.initializer:
+            types.setdefault(init.name, (init.data_type, tuple(int(d) for d in init.dims)))
+        try:
+            inferred = infer(folded)
+        except Exception as exc:  # as above: recorded, never a traceback
+            notes.append(f"onnx.shape_inference after folding failed: {type(exc).__name__}")
+            return
+        for value, found in _static_types(inferred).items():
+            types.setdefault(value, found)
+        notes.append(f"shape arithmetic computed ({count} values) resolved "
+                     f"{len(types) - before} shapes")
+        if len(types) == before:
+            return
+        current = folded

@@ -74,3 +74,67 @@ def test_an_empty_input_dimension_is_a_fixed_size_not_a_symbol():
     tensors = {t["name"]: t["size"] for t in inst["workload"]["tensors"]}
     assert tensors == {"new": 64, "present": 64, "y": 64}  # the empty cache holds no bytes
     assert Instance.from_dict(inst).n_ops == 2
+
+
+# --------------------------------------------------------------------------- shape arithmetic
+def _const(name, values):
+    return helper.make_node("Constant", [], [name], name=name,
+                            value=numpy_helper.from_array(np.array(values, np.int64), name))
+
+
+def _no_symbolic_inference(monkeypatch):
+    """onnxruntime's symbolic inference failing, as it does on the TorchScript exports of
+    ViT-B/16 and TinyLlama (an AssertionError, a ValidationError)."""
+    import memplace.instances.onnx.shapes as shapes
+
+    def fail(model):
+        raise AssertionError
+    monkeypatch.setattr(shapes, "_symbolic_inference", fail)
+
+
+def test_torchscript_expand_of_a_class_token_is_resolved_by_computing_its_shape(monkeypatch):
+    # cls.expand(x.shape[0], -1, -1) as the TorchScript exporter writes it: the target
+    # shape is Where(Equal(shape, -1), 1, shape), which ONNX's data propagation skips
+    _no_symbolic_inference(monkeypatch)
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), _const("zero", 0),
+             helper.make_node("Gather", ["s", "zero"], ["b"], name="batch"), _const("ax", [0]),
+             helper.make_node("Unsqueeze", ["b", "ax"], ["b1"], name="unsq"), _const("m1", [-1, -1]),
+             helper.make_node("Concat", ["b1", "m1"], ["shape3"], name="cat", axis=0),
+             _const("three", [3]),
+             helper.make_node("ConstantOfShape", ["three"], ["ones"], name="ones",
+                              value=numpy_helper.from_array(np.array([1], np.int64))),
+             _const("neg", [-1]), helper.make_node("Mul", ["ones", "neg"], ["negs"], name="negs"),
+             helper.make_node("Equal", ["shape3", "negs"], ["eq"], name="eq"),
+             helper.make_node("Where", ["eq", "ones", "shape3"], ["target"], name="where"),
+             helper.make_node("Expand", ["cls", "target"], ["e"], name="expand"),
+             helper.make_node("Concat", ["e", "x"], ["y"], name="tokens", axis=1),
+             helper.make_node("MatMul", ["y", "w"], ["z"], name="proj")]
+    model = _model(nodes, [_vi("x", F, [2, 3, 4])], [_vi("z", F, None)],
+                   [numpy_helper.from_array(np.zeros((1, 1, 4), np.float32), "cls"),
+                    numpy_helper.from_array(np.zeros((4, 4), np.float32), "w")], opset=17)
+    inst = _import(model)
+    assert [(op["name"], op["flops"]) for op in inst["workload"]["ops"]] == [
+        ("expand", 0.0), ("tokens", 0.0), ("proj", 2 * 2 * 4 * 4 * 4)]
+    sizes = {t["name"]: t["size"] for t in inst["workload"]["tensors"]}
+    assert sizes["e"] == 2 * 1 * 4 * 4 and sizes["y"] == 2 * 4 * 4 * 4  # [2,1,4], [2,4,4]
+    assert any("shape arithmetic computed" in n for n in inst["import"]["shape_inference"])
+
+
+def test_torchscript_padding_to_a_window_multiple_is_resolved_by_computing_it(monkeypatch):
+    # pad the last axis of x[1,5,6] up to a multiple of 4: pads = [0,0,0, 0,0,(4 - 6 % 4) % 4],
+    # computed from Shape by Mod and Sub, as Swin's windows are
+    _no_symbolic_inference(monkeypatch)
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), _const("two", 2),
+             helper.make_node("Gather", ["s", "two"], ["w"], name="width"), _const("four", 4),
+             helper.make_node("Mod", ["w", "four"], ["r"], name="rem"),
+             helper.make_node("Sub", ["four", "r"], ["p0"], name="sub"),
+             helper.make_node("Mod", ["p0", "four"], ["p"], name="pad_w"), _const("ax", [0]),
+             helper.make_node("Unsqueeze", ["p", "ax"], ["p1"], name="unsq"),
+             _const("zeros5", [0, 0, 0, 0, 0]),
+             helper.make_node("Concat", ["zeros5", "p1"], ["pads"], name="pads", axis=0),
+             helper.make_node("Pad", ["x", "pads"], ["y"], name="pad"),
+             helper.make_node("Relu", ["y"], ["z"], name="act")]
+    model = _model(nodes, [_vi("x", F, [1, 5, 6])], [_vi("z", F, None)], opset=17)
+    inst = _import(model)
+    sizes = {t["name"]: t["size"] for t in inst["workload"]["tensors"]}
+    assert sizes == {"x": 4 * 30, "z": 4 * 40}  # [1,5,8] after the pad (Relu fused into it)
