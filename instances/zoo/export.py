@@ -18,6 +18,7 @@ import datetime
 import hashlib
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -40,8 +41,11 @@ def default_onnx_dir() -> Path:
     return Path(user_cache_dir("memplace")) / "zoo-onnx"
 
 
+ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # the dynamo exporter colours its messages
+
+
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    text = ANSI_COLOUR.sub("", str(exc)).strip().splitlines()
     line = next((t.strip() for t in text if t.strip()), "")
     return f"{type(exc).__name__}: {line}"[:400]
 

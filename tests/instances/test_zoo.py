@@ -17,7 +17,8 @@ from memplace.model.core.errors import MemplaceError
 
 INDEX = read_index()
 COMMITTED = [e for e in INDEX["models"] if e.get("file")]
-FAMILIES = {"cnn", "vision-transformer", "segmentation", "encoder", "decoder", "speech"}
+FAMILIES = {"cnn", "vision-transformer", "segmentation", "encoder", "decoder", "speech", "video",
+            "detection"}
 
 
 def test_the_index_lists_exactly_the_instance_files_present():
