@@ -7,8 +7,10 @@ only a few of those ops and onnxruntime's symbolic inference gives up on some gr
 (ViT-B/16's, Swin-T's, TinyLlama's), so the `Expand` or `Pad` after them stays unknown.
 Once every graph input's shape is bound, though, each of those values is a number: this
 module computes them node by node (ONNX's reference implementation, the model's own
-opsets), starting from the `Shape` of every value whose shape is known, and writes them
-into a copy of the model as initializers, where ONNX's inference then resolves the rest.
+opsets), starting from the `Shape` of every value whose shape is known, inferring each
+data node's output shape from its inputs' as it goes (ONNX's inference on the node alone,
+the values computed so far given), and writes them into a copy of the model as
+initializers, where ONNX's inference then resolves the rest.
 
 Only small values are computed (at most `SMALL_VALUE` elements: shape vectors, axes,
 scalars, masks of a few tokens), only from small stored constants and known shapes, and
@@ -64,10 +66,42 @@ def _evaluate(node: onnx.NodeProto, inputs: list[np.ndarray | None],
     return [np.asarray(r) for r in results]
 
 
+def _infer_node(node: onnx.NodeProto, values: dict[str, np.ndarray],
+                types: dict[str, tuple[int, tuple[int, ...]]],
+                opsets: list[onnx.OperatorSetIdProto]) -> None:
+    """Add the output types of a data node whose inputs' types are known, by ONNX's inference
+    on the node alone, its computed inputs given as values (a Reshape's target shape): so
+    that a `Shape` of its output further on can be computed in the same pass."""
+    if all(not o or o in types for o in node.output):
+        return
+    if any(v and v not in values and v not in types for v in node.input):
+        return
+    constants = [numpy_helper.from_array(values[v], v) for v in dict.fromkeys(node.input)
+                 if v and v in values]
+    given = {c.name for c in constants}
+    inputs = [helper.make_tensor_value_info(v, types[v][0], types[v][1])
+              for v in dict.fromkeys(node.input) if v and v not in given]
+    graph = helper.make_graph([node], "node", inputs, [], initializer=constants)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            helper.make_model(graph, opset_imports=opsets), check_type=False, strict_mode=False,
+            data_prop=True)
+    except Exception:  # noqa: BLE001 - what cannot be inferred here stays unknown
+        return
+    for value in inferred.graph.value_info:
+        t = value.type.tensor_type
+        if (value.name in node.output and value.name not in types and t.elem_type
+                and t.HasField("shape")
+                and all(d.WhichOneof("value") == "dim_value" for d in t.shape.dim)):
+            types[value.name] = (t.elem_type, tuple(d.dim_value for d in t.shape.dim))
+
+
 def fold_shape_values(model: onnx.ModelProto,
                       types: dict[str, tuple[int, tuple[int, ...]]]) -> tuple[onnx.ModelProto, int]:
     """A copy of `model` whose nodes computing small values from known shapes and small
-    constants are replaced by those values (initializers), and how many values that is."""
+    constants are replaced by those values (initializers), and how many values that is.
+    On the way, the output types of data nodes whose input types are known are added to
+    `types` (`_infer_node`), so one pass follows shapes through the whole graph."""
     graph = model.graph
     values: dict[str, np.ndarray] = {i.name: numpy_helper.to_array(i) for i in graph.initializer
                                      if math.prod(i.dims) <= SMALL_VALUE}
@@ -92,6 +126,7 @@ def fold_shape_values(model: onnx.ModelProto,
             if outputs is None:
                 continue
         else:
+            _infer_node(node, values, types, opsets)
             continue
         if any(o.size > SMALL_VALUE for o in outputs):
             continue
