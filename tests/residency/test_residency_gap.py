@@ -142,6 +142,26 @@ def test_gap_stages_get_only_the_time_left_of_the_budget(monkeypatch):
     assert got.found_by.startswith("bound") and 0 < got.bound <= got.latency
 
 
+def test_the_gap_bound_run_spends_its_time_proving_not_polishing(monkeypatch):
+    """`bound`'s polish (an anneal of its best solution, 10% of its time by default) is the
+    search lane's work here: the gap's bound run asks for none, so its bounds have all of
+    their lane's time, and sa gets no extra parameter."""
+    import memplace.solvers as solvers
+    from memplace.bench.certified_gap import certified_gap
+    inst = load("synth-100@nnpi", problem="residency")
+    calls: dict[str, dict] = {}
+    real = solvers.solve
+
+    def spy(instance, name, time_limit=None, **kwargs):
+        calls[name] = dict(kwargs)
+        return real(instance, name, time_limit=time_limit, **kwargs)
+
+    monkeypatch.setattr(solvers, "solve", spy)
+    certified_gap(inst, 6.0)
+    assert calls["bound"].get("polish") == 0.0
+    assert "polish" not in calls.get("sa", {})
+
+
 def test_what_follows_the_lanes_is_kept_at_the_pace_the_process_gets():
     """The lanes end early enough for their results' validation and the report at the
     share of a core measured so far: at a fifth of a core, five times the CPU time."""
