@@ -82,7 +82,11 @@ def solution_objective(entry: Entry, instance: Any, path: str | Path) -> tuple[f
     if not isinstance(data, dict) or data.get("format") != want:
         got = data.get("format") if isinstance(data, dict) else None
         return None, [f"{path}: format {got!r}, a {entry.problem} solution is {want!r}"]
-    report = validate_solution_file(instance, path)
+    try:
+        report = validate_solution_file(instance, path)
+    except MemplaceError as exc:  # not a solution of this instance at all (a level it lacks,
+        # a tensor count that differs): that entry's submission is invalid, the rest still count
+        return None, [f"{Path(path).name}: {exc}"]
     if report.errors:
         return None, list(report.errors)
     return float(report.latency), []

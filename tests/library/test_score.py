@@ -52,6 +52,24 @@ def test_an_invalid_solution_scores_as_the_default_and_says_why(small_library, t
     assert s.objective is None and s.speedup == 1.0 and "latency" in s.error
 
 
+def test_a_solution_naming_levels_the_instance_lacks_is_invalid_and_the_rest_still_score(
+        small_library, tmp_path):
+    # a placement of level numbers where the format names levels: the file is not a
+    # solution of this instance; it scores as the default, its note naming the file, and
+    # the other entries are scored (the whole command stopped on it, naming no file)
+    lib = read_library(small_library)
+    folder = _submission(lib, tmp_path / "sub")
+    static = next(folder.glob("static-*.json"))
+    data = json.loads(static.read_text())
+    data["placement"] = [0] * len(data["placement"])
+    static.write_text(json.dumps(data))
+    scores = {s.entry.problem: s for s in score(lib, folder)}
+    bad = scores["static"]
+    assert bad.objective is None and bad.speedup == 1.0
+    assert bad.error.startswith(f"{static.name}: ") and "level" in bad.error
+    assert all(s.objective is not None for p, s in scores.items() if p != "static")
+
+
 def test_score_command_prints_the_table_and_refuses_a_missing_folder(small_library, tmp_path):
     lib = read_library(small_library)
     folder = _submission(lib, tmp_path / "sub")
