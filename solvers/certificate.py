@@ -304,6 +304,23 @@ def _home_branching(instance: Instance, model: Any) -> tuple[np.ndarray, list[np
     return branchable, groups, priority
 
 
+def _tree_certificate(instance: Instance, model: str, ceiling: float, rows: int, grown: Any,
+                      root_bound: float | None, **fields: Any) -> dict[str, Any] | None:
+    """The certificate of a grown tree (`grown.leaves`, `grown.tree`): its model's name, the
+    ceiling, the LP's row count and `fields` (what its check rebuilds the LP from), with the
+    bound `verify` will recompute from it. None when that bound is not finite and positive,
+    or, given the tree's `root_bound`, not TREE_MIN_GAIN above it (the root's own
+    certificate proves as much)."""
+    cert = {"kind": "lp-dual", "model": model, "ceiling": float(ceiling), "rows": rows, **fields,
+            "leaves": grown.leaves, "tree": grown.tree}
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    if not math.isfinite(cert["bound"]) or cert["bound"] <= 0:
+        return None
+    if root_bound is not None and cert["bound"] <= root_bound * (1 + TREE_MIN_GAIN):
+        return None
+    return cert
+
+
 def _tree_dual(instance: Instance, time_limit: float | None,
                ceiling: float | None) -> dict[str, Any] | None:
     """A tree over the delivery relaxation (`lp_tree.grow`), kept only when it proves
@@ -325,12 +342,8 @@ def _tree_dual(instance: Instance, time_limit: float | None,
                          groups, priority, model.scale)
     if grown.leaves < 2:
         return None
-    cert = {"kind": "lp-dual", "model": TREE_MODEL, "ceiling": float(ceiling), "rows": int(model.lp.rlo.size),
-            "leaves": grown.leaves, "tree": grown.tree}
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    if not math.isfinite(cert["bound"]) or cert["bound"] <= grown.root_bound * (1 + TREE_MIN_GAIN):
-        return None
-    return cert
+    return _tree_certificate(instance, TREE_MODEL, ceiling, int(model.lp.rlo.size), grown,
+                             grown.root_bound)
 
 
 def _start_tree_dual(instance: Instance, time_limit: float | None,
@@ -345,12 +358,7 @@ def _start_tree_dual(instance: Instance, time_limit: float | None,
                                       START_TREE_MAX_LEAVES)
     except relaxation.BuildTimeout:
         return None
-    cert = {"kind": "lp-dual", "model": START_TREE_MODEL, "ceiling": float(ceiling), "rows": rows,
-            "leaves": grown.leaves, "tree": grown.tree}
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    if not math.isfinite(cert["bound"]) or cert["bound"] <= grown.root_bound * (1 + TREE_MIN_GAIN):
-        return None
-    return cert
+    return _tree_certificate(instance, START_TREE_MODEL, ceiling, rows, grown, grown.root_bound)
 
 
 def _cover_branching(instance: Instance, model: Any, fams: list[Any]
@@ -701,13 +709,8 @@ def _step_cover_tree(instance: Instance, time_limit: float | None,
                                 STEP_COVER_TREE_MAX_LEAVES)
     if got.tree is None or got.leaves < 2:
         return None
-    cert = {"kind": "lp-dual", "model": STEP_COVER_TREE_MODEL, "ceiling": float(ceiling),
-            "rows": got.rows, "covers": [cover.to_json() for cover in got.covers],
-            "leaves": got.leaves, "tree": got.tree}
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    if not math.isfinite(cert["bound"]) or cert["bound"] <= got.root_bound * (1 + TREE_MIN_GAIN):
-        return None
-    return cert
+    return _tree_certificate(instance, STEP_COVER_TREE_MODEL, ceiling, got.rows, got, got.root_bound,
+                             covers=[cover.to_json() for cover in got.covers])
 
 
 def _check_step_cover_tree(instance: Instance, certificate: dict[str, Any],
@@ -734,13 +737,8 @@ def _units_tree(instance: Instance, time_limit: float | None,
         return None
     if got.tree is None or got.leaves < 2:
         return None
-    cert = {"kind": "lp-dual", "model": UNITS_TREE_MODEL, "ceiling": float(ceiling),
-            "rows": got.rows, "units": copy_units.units_json(got.units),
-            "leaves": got.leaves, "tree": got.tree}
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    if not math.isfinite(cert["bound"]) or cert["bound"] <= got.root_bound * (1 + TREE_MIN_GAIN):
-        return None
-    return cert
+    return _tree_certificate(instance, UNITS_TREE_MODEL, ceiling, got.rows, got, got.root_bound,
+                             units=copy_units.units_json(got.units))
 
 
 def _check_units_tree(instance: Instance, certificate: dict[str, Any],
@@ -751,6 +749,8 @@ def _check_units_tree(instance: Instance, certificate: dict[str, Any],
         return -math.inf
     return _margined(copy_units.check_tree(instance, ceiling, certificate.get("units"),
                                            int(certificate.get("rows", -1)), certificate.get("tree")))
+
+
 def _start_column_tree(instance: Instance, time_limit: float | None,
                        ceiling: float | None) -> dict[str, Any] | None:
     """A tree over the step-cover LP with start columns for a few large tensors
@@ -762,11 +762,8 @@ def _start_column_tree(instance: Instance, time_limit: float | None,
                               START_COLUMN_MAX_LEAVES)
     if got.tree is None or not got.tensors:
         return None
-    cert = {"kind": "lp-dual", "model": START_COLUMN_MODEL, "ceiling": float(ceiling),
-            "rows": got.rows, "tensors": list(got.tensors),
-            "covers": [cover.to_json() for cover in got.covers], "leaves": got.leaves, "tree": got.tree}
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+    return _tree_certificate(instance, START_COLUMN_MODEL, ceiling, got.rows, got, None,
+                             tensors=list(got.tensors), covers=[cover.to_json() for cover in got.covers])
 
 
 def _check_start_column_tree(instance: Instance, certificate: dict[str, Any],
