@@ -214,17 +214,6 @@ def branching(sm: StartModel, point: np.ndarray | None = None) -> tuple[np.ndarr
     return branchable, priority
 
 
-def _solve(lp: BoxLP, time_limit: float) -> tuple[str, np.ndarray | None, np.ndarray | None]:
-    from memplace.solvers.highs import new_highs
-    h = new_highs(1, 0, max(0.05, time_limit))
-    h.passModel(lp.highs_lp())
-    h.run()
-    status = h.modelStatusToString(h.getModelStatus())
-    sol = h.getSolution()
-    x = np.asarray(sol.col_value, np.float64) if status == "Optimal" else None
-    return status, x, (np.asarray(sol.row_dual, np.float64) if sol.dual_valid else None)
-
-
 def choose(inst: Instance, ceiling: float, count: int = CHOSEN,
            time_limit: float = 120.0) -> tuple[int, ...]:
     """The tensors to give start columns: of those with a prefetch of at least SMALLEST of
@@ -232,7 +221,7 @@ def choose(inst: Instance, ceiling: float, count: int = CHOSEN,
     delivery LP (with copy rows) spends at their costliest op. Any choice is valid; this
     one aims at the large tensors of the ops where the LP spends its time."""
     model = step_covers.with_copy_rows(delivery_bound.formulate(inst, ceiling))
-    _, x, _ = _solve(model.lp, time_limit)
+    _, x, _ = step_covers.solve(model.lp, max(0.05, time_limit))
     spent = np.ones(inst.n_ops) if x is None else np.maximum(x[:inst.n_ops], 0.0)
     floor = SMALLEST * float(min(inst.capacity[l] for l in step_covers.bounded_levels(inst)))
     score = {}
@@ -281,7 +270,7 @@ def bound(inst: Instance, ceiling: float, time_limit: float, max_leaves: int,
         if left <= 0.05:
             break
         model = step_covers.with_covers(sm.model, covers, occ)
-        _, x, z = _solve(model.lp, left)
+        _, x, z = step_covers.solve(model.lp, left)
         if z is not None:
             got = delivery_bound.dual_bound(model, z)
             if got > best[0]:

@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from memplace.model import Instance
+from memplace.solvers.box_lp import BoxLP
 from memplace.solvers.residency.machinery import delivery_bound
 from memplace.solvers.residency.machinery.delivery_bound import DeliveryModel
 
@@ -216,15 +217,12 @@ def separate(model: DeliveryModel, x: np.ndarray,
     return found
 
 
-def _solve(model: DeliveryModel, time_limit: float) -> tuple[str, np.ndarray | None, np.ndarray | None]:
-    from memplace.solvers.highs import column_lp, new_highs
-    p = model.lp
-    order = np.lexsort((p.r, p.c))
-    start = np.zeros(p.cost.size + 1, np.int64)
-    np.cumsum(np.bincount(p.c, minlength=p.cost.size), out=start[1:])
-    lp = column_lp(p.cost, p.lo, p.hi, p.rlo, p.rhi, start, p.r[order], p.v[order], None, relax=True)
+def solve(lp: BoxLP, time_limit: float) -> tuple[str, np.ndarray | None, np.ndarray | None]:
+    """HiGHS on `lp` (one thread, seed 0): its status, its point when optimal and its row
+    duals when valid (else None)."""
+    from memplace.solvers.highs import new_highs
     h = new_highs(1, 0, time_limit)
-    h.passModel(lp)
+    h.passModel(lp.highs_lp())
     h.run()
     status = h.modelStatusToString(h.getModelStatus())
     sol = h.getSolution()
@@ -268,7 +266,7 @@ def cover_bound(inst: Instance, ceiling: float, time_limit: float = 600.0,
         if left <= 0.05:
             status = "time limit"
             break
-        lp_status, x, z = _solve(model, left)
+        lp_status, x, z = solve(model.lp, left)
         if z is not None:
             bound = delivery_bound.dual_bound(model, z)
             root = bound if rounds == 0 else root
