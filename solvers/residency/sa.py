@@ -59,6 +59,11 @@ PARAMS = {
                                        "limit instead; a budget makes the run depend only on the seed)"),
     "restarts": Param(3, int, 1, doc="anneals: from msa, from the static start, then from "
                                       "the best so far"),
+    "anneal_moves": Param(0, int, 0, doc="the most moves one anneal makes, per tensor with "
+                                         "traffic (0: no cap); with a cap, capped anneals "
+                                         "follow each other from the best until the time or "
+                                         "`iterations` run out (at least `restarts` of them "
+                                         "share the time)"),
     "t_start": Param(3e-3, float, 0.0, doc="start temperature, relative to the latency (on "
                                           "programs of up to 1,000 ops: see `temperature_scale`)"),
     "t_end": Param(1e-6, float, 0.0, "t_start", doc="final temperature, relative to the latency "
@@ -301,7 +306,7 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
 
     The temperature cools from `t_start` to `t_end` (relative to the latency) over
     `iterations` moves, or, with `iterations == 0`, over `seconds` of wall time (until
-    `should_stop`). `on_best(solution, latency)` hears every new best,
+    `should_stop`); given both, over whichever runs out first. `on_best(solution, latency)` hears every new best,
     `on_accept(annealer)` every kept move."""
     if iterations <= 0 and not seconds:
         raise ValueError("anneal needs iterations > 0 or seconds")
@@ -311,16 +316,16 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
     began = time.perf_counter()
     it = 0
     frac = 0.0
+    by_clock = 0.0
     while iterations <= 0 or it < iterations:
         if it % 16 == 0:  # a home move simulates everything again: check the clock often
             if should_stop():
                 break
-            if iterations <= 0:
-                frac = (time.perf_counter() - began) / seconds
-                if frac >= 1.0:
+            if seconds:
+                by_clock = (time.perf_counter() - began) / seconds
+                if by_clock >= 1.0:
                     break
-        if iterations > 0:
-            frac = it / iterations
+        frac = max(it / iterations if iterations > 0 else 0.0, by_clock)
         temp = t_start * ratio ** frac if ratio > 0 else 0.0
         it += 1
         if run.step(temp):
@@ -336,9 +341,9 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
 @register("sa", "simulated annealing over homes and windows together (re-home, stream a "
           "weight, add / drop / shift / resize / re-level / evict a window) on the incremental "
           "simulator, from msa's solution", params=PARAMS, problem="residency")
-def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float, t_end: float,
-             home_rate: float, lead: float, seed_homes: str, static_moves: int,
-             offer_every: float, engine: str) -> None:
+def solve_sa(ctx: SearchContext, iterations: int, restarts: int, anneal_moves: int,
+             t_start: float, t_end: float, home_rate: float, lead: float, seed_homes: str,
+             static_moves: int, offer_every: float, engine: str) -> None:
     inst = ctx.instance
     if iterations == 0 and ctx.time_limit is None:
         raise ParameterError("solver 'sa' (residency): parameter 'iterations' is needed without "
@@ -356,21 +361,29 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, t_start: float,
     temps = (t_start * scale, t_end * scale)
     best = starts[0]
     tally = _Tally()
-    for r in range(restarts):
+    cap = anneal_moves * int(np.count_nonzero(inst.traffic)) if anneal_moves else 0
+    r = 0
+    while r < restarts or (cap and (ctx.time_limit is not None or tally.moves < iterations)):
         origin = starts[r] if r < len(starts) else best  # each start once, then the best
         if ctx.should_stop():
             break
-        share = None if iterations > 0 else (ctx.remaining() - finish_seconds(inst)) / (restarts - r)
+        share = None if iterations > 0 else \
+            (ctx.remaining() - finish_seconds(inst)) / max(1, restarts - r)
         if share is not None and share <= 0:
             break
         began = time.perf_counter()
         budget = max(1, iterations // restarts) if iterations else 0
+        if cap:  # capped anneals until the moves (or the time) run out
+            budget = min(cap, iterations - tally.moves) if iterations else cap
+            if budget <= 0:
+                break
         found, tried = _anneal_with(engine, ctx, origin, budget, temps, home_rate, lead, on_best,
                                     share, offer_every)
         tally.add(ctx, time.perf_counter() - began, tried)
         ctx.offer(found)
         if r == 0 or simulate(inst, found) < simulate(inst, best):
             best = found
+        r += 1
         if ctx.should_stop():
             break
 
@@ -409,10 +422,12 @@ class _Tally:
 
     def __init__(self) -> None:
         self.seconds, self.moves = 0.0, 0  # inside the anneals (the moves' own rate, starts left out)
+        self.anneals = 0
 
     def add(self, ctx: SearchContext, seconds: float, tried: int) -> None:
         self.seconds += seconds
         self.moves += tried
-        ctx.notes.update(anneal_s=round(self.seconds, 3), moves=self.moves,
+        self.anneals += 1
+        ctx.notes.update(anneals=self.anneals, anneal_s=round(self.seconds, 3), moves=self.moves,
                          moves_per_s=round(self.moves / self.seconds) if self.seconds > 0 else 0)
         ctx.count(tried)

@@ -102,3 +102,30 @@ def test_sa_engines_both_improve_on_msa_where_it_is_beatable():
                     iterations=6000, static_moves=0)
         assert res.latency < 0.97 * msa, engine
         assert validate(inst, res.to_solution()).valid
+
+
+def test_anneal_given_moves_and_seconds_cools_over_whichever_runs_out_first():
+    inst = load("synth-1000@nnpi")
+    start = msa_solution(inst)[0]
+    move_loop.anneal(inst, start, np.random.default_rng(0), 100, 3e-3, 1e-6)  # kernels loaded
+    began = time.perf_counter()
+    _, tried = move_loop.anneal(inst, start, np.random.default_rng(0), 10**9, 3e-3, 1e-6,
+                                seconds=0.5)
+    assert time.perf_counter() - began < 1.0 and 100 < tried < 10**9
+    _, tried = move_loop.anneal(inst, start, np.random.default_rng(0), 2000, 3e-3, 1e-6,
+                                seconds=60.0)
+    assert tried == 2000
+
+
+def test_sa_capped_anneals_follow_each_other_until_the_moves_run_out():
+    inst = load("mobilenetv2@nnpi")
+    per_tensor = 3
+    cap = per_tensor * int(np.count_nonzero(inst.traffic))
+    runs = [solve(inst, "sa", time_limit=None, problem="residency", seed=4, iterations=5 * cap,
+                  static_moves=0, anneal_moves=per_tensor, engine=engine)
+            for engine in ("compiled", "compiled", "python")]
+    for res in runs:
+        assert res.notes["moves"] == 5 * cap
+        assert res.notes["anneals"] == 5  # not `restarts` (3): the cap sets how many
+        assert validate(inst, res.to_solution()).valid
+    assert runs[0].latency == runs[1].latency  # a move budget: the seed alone decides

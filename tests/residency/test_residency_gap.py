@@ -145,9 +145,9 @@ def test_gap_stages_get_only_the_time_left_of_the_budget(monkeypatch):
 def test_the_gap_bound_run_spends_its_time_proving_not_polishing(monkeypatch):
     """`bound`'s polish (an anneal of its best solution, 10% of its time by default) is the
     search lane's work here: the gap's bound run asks for none, so its bounds have all of
-    their lane's time, and sa gets no extra parameter."""
+    their lane's time; sa's anneals are capped, one after another from the best."""
     import memplace.solvers as solvers
-    from memplace.bench.certified_gap import certified_gap
+    from memplace.bench.certified_gap import SEARCH_ANNEAL_MOVES, certified_gap
     inst = load("synth-100@nnpi", problem="residency")
     calls: dict[str, dict] = {}
     real = solvers.solve
@@ -159,7 +159,8 @@ def test_the_gap_bound_run_spends_its_time_proving_not_polishing(monkeypatch):
     monkeypatch.setattr(solvers, "solve", spy)
     certified_gap(inst, 6.0)
     assert calls["bound"].get("polish") == 0.0
-    assert "polish" not in calls.get("sa", {})
+    assert "polish" not in calls["sa"]
+    assert calls["sa"].get("anneal_moves") == SEARCH_ANNEAL_MOVES > 0
 
 
 def test_what_follows_the_lanes_is_kept_at_the_pace_the_process_gets():

@@ -1005,7 +1005,8 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
            seconds: float | None = None, best_every: float = 0.0) -> tuple[ResidencySolution, int]:
     """`sa.anneal` compiled: the same cooling and moves; `on_best(solution, latency)` hears
     the best at most every `best_every` seconds (between calls of the loop) and the
-    solution returned is the best seen."""
+    solution returned is the best seen. Given both `iterations` and `seconds`, it cools
+    over whichever runs out first."""
     if iterations <= 0 and not seconds:
         raise ValueError("anneal needs iterations > 0 or seconds")
     search = new_search(instance, start)
@@ -1016,18 +1017,18 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
     while True:
         b = search.board
         tried = int(b.stats[2])
-        if iterations > 0:
-            if tried >= iterations or should_stop():
-                break
-            frac, n = tried / iterations, min(FIXED_CHUNK, iterations - tried)
-            step = 1.0 / iterations  # of frac, per move: the reference's schedule exactly
+        by_moves = tried / iterations if iterations > 0 else 0.0
+        by_clock = (time.perf_counter() - began) / seconds if seconds else 0.0
+        if max(by_moves, by_clock) >= 1.0 or should_stop():
+            break
+        if iterations > 0 and by_moves >= by_clock:  # the moves lead: the reference's schedule
+            frac, n = by_moves, min(FIXED_CHUNK, iterations - tried)
+            step = 1.0 / iterations  # of frac, per move
         else:
-            now = time.perf_counter()
-            frac = (now - began) / seconds
-            if frac >= 1.0 or should_stop():
-                break
-            n = chunk
+            frac, n = by_clock, chunk
             step = per_move / seconds  # the last call's seconds per move
+            if iterations > 0:
+                n = min(n, iterations - tried)
         temp = t_start * ratio ** frac if ratio > 0 else 0.0
         cooling = ratio ** step if ratio > 0 else 1.0
         t0 = time.perf_counter()
@@ -1038,7 +1039,7 @@ def anneal(instance: Instance, start: ResidencySolution, rng: np.random.Generato
         per_move = dt / max(1, int(search.board.stats[2]) - tried)
         if status == GROW:
             search = grow(instance, search)
-        elif iterations <= 0:  # the next call about CHUNK_SECONDS long
+        elif seconds:  # the next call about CHUNK_SECONDS long
             chunk = int(min(max(chunk * min(CHUNK_SECONDS / max(dt, 1e-6), 4.0), 16), 1 << 20))
         best = float(search.board.stats[1])
         if on_best is not None and best < heard and time.perf_counter() - told >= best_every:
