@@ -369,7 +369,7 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, anneal_moves: i
 
     scale = temperature_scale(inst)
     temps = (t_start * scale, t_end * scale)
-    best = starts[0]
+    best, best_lat = starts[0], math.inf
     tally = _Tally()
     cap = anneal_moves * int(np.count_nonzero(inst.traffic)) if anneal_moves else 0
     r = 0
@@ -381,18 +381,20 @@ def solve_sa(ctx: SearchContext, iterations: int, restarts: int, anneal_moves: i
             (ctx.remaining() - finish_seconds(inst)) / max(1, restarts - r)
         if share is not None and share <= 0:
             break
-        began = time.perf_counter()
-        budget = max(1, iterations // restarts) if iterations else 0
         if cap:  # capped anneals until the moves (or the time) run out
             budget = min(cap, iterations - tally.moves) if iterations else cap
             if budget <= 0:
                 break
+        else:
+            budget = max(1, iterations // restarts) if iterations else 0
+        began = time.perf_counter()
         found, tried = _anneal_with(engine, ctx, origin, budget, temps, home_rate, lead, on_best,
                                     share, offer_every)
         tally.add(ctx, time.perf_counter() - began, tried)
         ctx.offer(found)
-        if r == 0 or simulate(inst, found) < simulate(inst, best):
-            best = found
+        found_lat = simulate(inst, found)
+        if found_lat < best_lat:  # the first anneal always (best_lat starts at inf)
+            best, best_lat = found, found_lat
         r += 1
         if ctx.should_stop():
             break
