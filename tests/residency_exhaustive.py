@@ -68,7 +68,7 @@ def exhaustive_optimum(inst: Instance) -> float:
 
 def tiny_instance(seed: int, slow_copies: bool = False) -> Instance:
     """A random residency instance small enough for `exhaustive_optimum`: 3 or 4 ops, 3
-    tensors, 2 or 3 levels, fast memory from tight to roomy, and on about half the levels
+    tensors, 2 or 3 levels, a positive latency, fast memory from tight to roomy, and on about half the levels
     a copy bandwidth slower or faster than the access bandwidth. `slow_copies`: on about
     70% of the levels, mostly slower (prefetches then wait in fast memory, where the
     delivery relaxation's rows bind)."""
@@ -79,6 +79,9 @@ def tiny_instance(seed: int, slow_copies: bool = False) -> Instance:
     for level in data["hardware"]["levels"]:
         if rng.random() < share:
             level["copy_bandwidth"] = level["bandwidth"] * float(rng.choice(ratios))
+    ops, tensors = data["workload"]["ops"], data["workload"]["tensors"]
+    if not any(op["flops"] for op in ops) and not any(b for t in tensors for _, b in t["accesses"]):
+        ops[0]["flops"] = 1000.0  # else the optimum is 0 and no bound has anything to prove (seed 6275)
     return Instance.from_dict(data)
 
 
