@@ -41,13 +41,21 @@ open leaf has its dual), and stops at its time limit, at `max_leaves`, or when e
 leaf's bound reaches `cap` (no solution below `cap` is left). A child HiGHS finds
 infeasible gets a multiple of its dual ray added to its parent's dual until the bound
 passes `cap` (on an empty box a Farkas ray raises weak duality without limit).
+
+Cut and branch: a caller's `cuts` function, given a node's point, may return rows that
+every valid solution's point satisfies (step covers, say). They are appended to the LP for
+the whole tree, and the node is solved again with them, up to `cut_rounds` times. A row
+valid at every solution is valid in every leaf, so the tree is checked against the LP
+with every row added (`Grown.lp`); the leaves solved before a row existed take 0 as its
+dual, which proves what they proved before. The caller stores the rows it returned, in
+order, so a check can rebuild that LP (`step_covers.py`'s covers).
 """
 from __future__ import annotations
 
 import heapq
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -84,6 +92,9 @@ class Split:
 Kinds = dict[str, Callable[[dict[str, Any]], "tuple[Row, Row] | None"]]
 # a caller's proposal of a disjunction at a leaf's point x (with its row duals, or None)
 Pick = Callable[[np.ndarray, "np.ndarray | None"], "Split | None"]
+# a caller's cut rows violated at a node's point x, each (columns, values, lower, upper),
+# valid at every valid solution's point; the caller records them in the order returned
+Cuts = Callable[[np.ndarray], "list[tuple[list[int], list[float], float, float]]"]
 
 
 def integer_split(cols: tuple[int, ...], at: int, coefs: tuple[int, ...] | None = None) -> Split:
@@ -232,6 +243,7 @@ class _Node:
     path: list[Row] = field(compare=False)
     leaf: dict[str, Any] = field(compare=False)  # the tree node this open leaf is
     split: Split | None = field(compare=False, default=None)
+    solved: bool = field(compare=False, default=True)  # its LP solved to optimality
 
 
 @dataclass
@@ -247,6 +259,8 @@ class Grown:
     seconds: float
     status: str
     lp_statuses: dict[str, int] = field(default_factory=dict)
+    lp: BoxLP | None = None  # the LP with every cut row added, which the tree is checked on
+    cut_rows: int = 0
 
 
 def _rounded(values: np.ndarray) -> list[float]:
@@ -267,18 +281,53 @@ class _Solver:
 
     def __init__(self, lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
                  groups: list[tuple[np.ndarray, np.ndarray | None]], priority: np.ndarray,
-                 threads: int, pick: Pick | None = None) -> None:
+                 threads: int, pick: Pick | None = None, cuts: Cuts | None = None,
+                 cut_rounds: int = 0) -> None:
         self.h = new_highs(threads, 0, time_limit + 5.0)  # HiGHS's clock runs over every solve
         self.h.setOptionValue("solver", "simplex")
         self.h.passModel(lp.highs_lp())
         self.lp, self.branchable, self.cap = lp, branchable, cap
         self.groups, self.priority, self.pick = groups, priority, pick
+        self.cuts, self.cut_rounds = cuts, cut_rounds
         self.cols = np.arange(lp.cost.size, dtype=np.int32)
         self.statuses: dict[str, int] = {}
         self.solved = 0
+        self.optimal = False  # the last node's LP solved to optimality
+        self.cut_rows = 0
 
     def solve(self, path: list[Row], parent: tuple[np.ndarray, np.ndarray] | None
               ) -> tuple[float, np.ndarray, np.ndarray, Split | None]:
+        """The node's bound, dual and split, after up to `cut_rounds` rounds of cuts."""
+        rounds = 0
+        while True:
+            bound, y, mu, split, x = self._solve(path, parent)
+            self.optimal = x is not None
+            if x is None or bound >= self.cap or self.cuts is None or rounds >= self.cut_rounds:
+                return bound, y, mu, split
+            rows = self.cuts(x)
+            if not rows:
+                return bound, y, mu, split
+            self._append(rows)
+            parent, rounds = (y, mu), rounds + 1
+
+    def _append(self, rows: list[tuple[list[int], list[float], float, float]]) -> None:
+        """Rows added to the LP (and HiGHS's model) for the rest of the tree."""
+        lp, n_rows = self.lp, self.lp.rlo.size
+        counts = [len(cols) for cols, _, _, _ in rows]
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
+        index = np.asarray([j for cols, _, _, _ in rows for j in cols], np.int32)
+        value = np.asarray([a for _, vals, _, _ in rows for a in vals], np.float64)
+        lower = np.asarray([lo for _, _, lo, _ in rows], np.float64)
+        upper = np.asarray([hi for _, _, _, hi in rows], np.float64)
+        self.h.addRows(len(rows), lower, upper, index.size, starts, index, value)
+        self.lp = replace(lp, rlo=np.concatenate([lp.rlo, lower]), rhi=np.concatenate([lp.rhi, upper]),
+                          r=np.concatenate([lp.r, np.repeat(np.arange(n_rows, n_rows + len(rows)), counts)]),
+                          c=np.concatenate([lp.c, index.astype(lp.c.dtype)]),
+                          v=np.concatenate([lp.v, value]))
+        self.cut_rows += len(rows)
+
+    def _solve(self, path: list[Row], parent: tuple[np.ndarray, np.ndarray] | None
+               ) -> tuple[float, np.ndarray, np.ndarray, Split | None, np.ndarray | None]:
         lp, h, n_rows = self.lp, self.h, self.lp.rlo.size
         lo, hi, rows = _leaf_box(lp, path)
         h.changeColsBounds(self.cols.size, self.cols, lo, hi)
@@ -293,8 +342,9 @@ class _Solver:
         x = np.asarray(sol.col_value, np.float64) if status == "Optimal" else None
         zero = (np.zeros(n_rows), np.zeros(len(rows)))
         base = zero
-        if parent is not None:  # its rows are a prefix of the child's
-            base = (parent[0], np.concatenate([parent[1], np.zeros(len(rows) - parent[1].size)]))
+        if parent is not None:  # its rows (and cuts) are a prefix of the child's
+            base = (np.concatenate([parent[0], np.zeros(n_rows - parent[0].size)]),
+                    np.concatenate([parent[1], np.zeros(len(rows) - parent[1].size)]))
         candidates = [base]
         if sol.dual_valid and status != "Infeasible":
             dual = np.asarray(sol.row_dual, np.float64)
@@ -320,7 +370,7 @@ class _Solver:
         if x is not None and bound < self.cap:
             row_dual = np.asarray(sol.row_dual, np.float64)[:n_rows] if sol.dual_valid else None
             split = self._split(x, lo, hi, row_dual)
-        return bound, y, mu, split
+        return bound, y, mu, split, x
 
     def _split(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                row_dual: np.ndarray | None) -> Split | None:
@@ -351,21 +401,21 @@ def _group(g: Any) -> tuple[np.ndarray, np.ndarray | None]:
 def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
          max_leaves: int = 200, groups: list[Any] = (), priority: np.ndarray | None = None,
          scale: float = 1.0, threads: int = 1, kinds: Kinds | None = None,
-         pick: Pick | None = None) -> Grown:
+         pick: Pick | None = None, cuts: Cuts | None = None, cut_rounds: int = 0) -> Grown:
     """Grow a tree (module docstring) for at most `time_limit` seconds and `max_leaves`
     leaves; `cap` (model units) is where a leaf is closed; `scale` turns model units into
     the seconds `Grown` reports. `groups` are column arrays or (columns, integer
     coefficients) pairs; `pick` proposes disjunctions first, of the `kinds` the tree is
-    checked with."""
+    checked with; `cuts` adds rows at a node, up to `cut_rounds` times (module docstring)."""
     began = time.perf_counter()
     prio = np.zeros(lp.cost.size) if priority is None else np.asarray(priority, np.float64)
     solver = _Solver(lp, branchable, cap, time_limit, [_group(g) for g in groups],
-                     prio, threads, pick)
+                     prio, threads, pick, cuts, cut_rounds)
     root: dict[str, Any] = {}
     bound, y, mu, split = solver.solve([], None)
     root_bound = bound
     root.update(_leaf(y, mu))
-    heap = [_Node(bound, 0, [], root, split)]
+    heap = [_Node(bound, 0, [], root, split, solver.optimal)]
     duals = {id(root): (y, mu)}
     serial, leaves, status = 1, 1, "stopped"
     while heap:
@@ -374,7 +424,8 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
             status = "closed"
             break
         if node.split is None:
-            status = "no disjunction left at the weakest leaf"
+            status = ("no disjunction left at the weakest leaf" if node.solved
+                      else "the weakest leaf's LP stopped before its optimum")
             break
         if time.perf_counter() - began >= time_limit or leaves >= max_leaves:
             status = "limit"
@@ -388,12 +439,12 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
             leaf = _leaf(yc, muc)
             duals[id(leaf)] = (yc, muc)
             children.append(leaf)
-            heapq.heappush(heap, _Node(b, serial, path, leaf, sc))
+            heapq.heappush(heap, _Node(b, serial, path, leaf, sc, solver.optimal))
             serial += 1
         node.leaf.clear()
         node.leaf.update({**node.split.fields, "down": children[0], "up": children[1]})
         leaves += 1
-    proved = check_tree(lp, root, branchable, kinds)
+    proved = check_tree(solver.lp, root, branchable, kinds)
     return Grown(min(proved, cap) * scale, min(root_bound, cap) * scale, root,
                  count_leaves(root), solver.solved,
-                 time.perf_counter() - began, status, solver.statuses)
+                 time.perf_counter() - began, status, solver.statuses, solver.lp, solver.cut_rows)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from memplace.bench.library.check import holds
 from memplace.instances import load
 from memplace.solvers import lp_tree, solve
+from memplace.solvers.box_lp import BoxLP
 from memplace.solvers.certificate import TREE_MODEL, _home_branching, check_lp_dual, lp_models
 from memplace.solvers.residency.machinery import delivery_bound
 from residency_exhaustive import tiny_case
@@ -98,3 +99,30 @@ def test_a_tampered_tree_proves_nothing_or_less():
         else:
             node["value"] = [0.0] * len(node["value"])
     assert not holds(grown.bound, check_lp_dual(inst, zeroed, valid_latency=valid))
+
+
+def _two_columns_lp() -> BoxLP:
+    """min -x1 - x2 over x1 + x2 <= 1.5, both 0/1 at every "valid" point: the LP's
+    optimum is -1.5, the integer one -1."""
+    return BoxLP(cost=np.array([-1.0, -1.0]), lo=np.zeros(2), hi=np.ones(2),
+                 rlo=np.array([-math.inf]), rhi=np.array([1.5]),
+                 r=np.array([0, 0]), c=np.array([0, 1]), v=np.array([1.0, 1.0]))
+
+
+def test_cuts_found_at_a_leaf_join_the_lp_the_tree_is_checked_on():
+    lp = _two_columns_lp()
+    branchable = np.ones(2, bool)
+    calls = []
+
+    def cuts(x):  # x1 + x2 <= 1 (valid at every 0/1 point), offered from the second node on
+        calls.append(x.copy())
+        return [([0, 1], [1.0, 1.0], -math.inf, 1.0)] if len(calls) > 1 and x.sum() > 1 + 1e-9 else []
+
+    plain = lp_tree.grow(lp, branchable, 0.0, 10.0, 2)
+    assert plain.bound == pytest.approx(-1.5) and plain.cut_rows == 0
+    cut = lp_tree.grow(lp, branchable, 0.0, 10.0, 2, cuts=cuts, cut_rounds=2)
+    assert cut.leaves == 2 and cut.cut_rows == 1 and cut.lp.rlo.size == 2
+    assert cut.bound == pytest.approx(-1.0)
+    assert lp_tree.check_tree(cut.lp, cut.tree, branchable) == pytest.approx(-1.0)
+    # on the LP without the cut row its leaf duals do not fit: it proves nothing
+    assert lp_tree.check_tree(lp, cut.tree, branchable) == -math.inf

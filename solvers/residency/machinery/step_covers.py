@@ -167,12 +167,18 @@ def with_covers(model: DeliveryModel, covers: list[Cover],
                 occ: dict[tuple[int, int], dict[int, list[int]]] | None = None) -> DeliveryModel:
     """The model with one row per cover appended (in order)."""
     occ = occupancy(model) if occ is None else occ
+    return _append(model, _cover_rows(covers, occ))
+
+
+def _cover_rows(covers: list[Cover], occ: dict[tuple[int, int], dict[int, list[int]]]
+                ) -> list[tuple[list[int], list[float], float, float]]:
+    """One row (columns, values, lower, upper) per cover, in order."""
     rows = []
     for cover in covers:
         at = occ.get((cover.level, cover.step), {})
         cols = [col for t in cover.tensors for col in at.get(t, [])]
         rows.append((cols, [1.0] * len(cols), -math.inf, float(len(cover.tensors) - 1)))
-    return _append(model, rows)
+    return rows
 
 
 def _greedy(inst: Instance, level: int, values: dict[int, float]) -> tuple[int, ...] | None:
@@ -359,19 +365,37 @@ class CoverTree:
     rows: int
 
 
-def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int) -> CoverTree:
+def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int,
+              leaf_rounds: int = 0) -> CoverTree:
     """The covers of `cover_bound` (a third of the time at most), then a tree over the LP
-    with them (`lp_tree.grow`, the columns of `branching`'s priority first) for the rest."""
+    with them (`lp_tree.grow`, the columns of `branching`'s priority first) for the rest.
+    With `leaf_rounds`, cut and branch: covers are separated again at every node's point
+    (up to that many rounds a node), where branching has made homes and windows whole and
+    covers bite that did not at the root's fractional point; each is appended to the one
+    list the certificate stores, since a cover holds at every valid solution."""
     from memplace.solvers import lp_tree
     began = time.perf_counter()
     got = cover_bound(inst, ceiling, time_limit / 3)
-    model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling)), got.covers)
+    base = with_copy_rows(delivery_bound.formulate(inst, ceiling))
+    occ = occupancy(base)
+    model = with_covers(base, got.covers, occ)
     branchable, priority = branching(model, got.point)
+    covers = list(got.covers)
+    known = set(covers)
+
+    def cuts(x: np.ndarray) -> list[tuple[list[int], list[float], float, float]]:
+        new = [cv for cv in separate(model, x, occ) if cv not in known]
+        known.update(new)
+        covers.extend(new)
+        return _cover_rows(new, occ)
+
     left = max(1.0, began + time_limit - time.perf_counter())
     grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left, max_leaves, [],
-                         priority, model.scale)
-    return CoverTree(grown.bound, grown.root_bound, got.covers, grown.tree, grown.leaves,
-                     int(model.lp.rlo.size))
+                         priority, model.scale, cuts=cuts if leaf_rounds else None,
+                         cut_rounds=leaf_rounds)
+    lp = model.lp if grown.lp is None else grown.lp
+    return CoverTree(grown.bound, grown.root_bound, covers, grown.tree, grown.leaves,
+                     int(lp.rlo.size))
 
 
 def check_tree(inst: Instance, ceiling: float, raw_covers: Any, rows: int, tree: Any) -> float:
