@@ -6,19 +6,21 @@ and a test pins its content hash), after which every change is a new version.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gzip
 import json
 import math
+import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from memplace.bench.provenance import code_version
-from memplace.instances.library import (BOUND_KINDS, FORMAT, Entry, Library, folder_of,
-                                        read_library, split_of)
+from memplace.instances.library import (BOUND_KINDS, FORMAT, Entry, Library, canonical_entry,
+                                        entry_of, folder_of, read_library, split_of)
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.files import write_atomically
 
@@ -59,13 +61,66 @@ def _write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
 
 
 def save(lib: Library) -> None:
+    """Write the manifest. Several `improve` runs may record into one version at once (one
+    per entry, say): under a lock on the folder, the manifest on disk is read again and
+    only the entries this process changed (or dropped) since it read them are written over
+    it, so no run loses another's records; the others are taken from disk, in memory too."""
     if lib.manifest.get("frozen"):
         raise MemplaceError(f"{lib.name} is frozen: a change is a new version")
-    lib.manifest["entries"] = [e.data for e in lib.entries]
-    lib.manifest["dropped"] = lib.dropped
-    lib.manifest["bound_kinds"] = {k: {"checkable": c, "certificate": d}
-                                   for k, (c, d) in BOUND_KINDS.items()}
-    _write_manifest(lib.folder, lib.manifest)
+    with _locked(lib.folder):
+        mine = {e.id: e for e in lib.entries}
+        changed = {i for i, e in mine.items() if lib.loaded.get(i) != canonical_entry(e.data)}
+        removed = set(lib.loaded) - set(mine)
+        merged = {i: e.data for i, e in mine.items()}
+        dropped = list(lib.dropped)
+        on_disk = _manifest_on_disk(lib.folder)
+        if on_disk is not None:
+            for raw in on_disk.get("entries", []):
+                i = raw.get("id")
+                if i in removed or i in changed:
+                    continue
+                merged[i] = raw
+                if i in mine:  # another run's records, taken in memory too
+                    mine[i].__dict__.update(entry_of(raw).__dict__)
+                else:
+                    lib.entries.append(entry_of(raw))
+            on_disk_ids = {raw.get("id") for raw in on_disk.get("entries", [])}
+            for i in [i for i in merged if i in lib.loaded and i not in changed and i not in on_disk_ids]:
+                del merged[i]  # dropped by another run since this one read it
+                lib.entries.remove(mine[i])
+            ids = {d.get("id") for d in dropped}
+            dropped += [d for d in on_disk.get("dropped", []) if d.get("id") not in ids]
+        lib.dropped[:] = dropped
+        lib.manifest["entries"] = list(merged.values())
+        lib.manifest["dropped"] = dropped
+        lib.manifest["bound_kinds"] = {k: {"checkable": c, "certificate": d}
+                                       for k, (c, d) in BOUND_KINDS.items()}
+        _write_manifest(lib.folder, lib.manifest)
+        lib.loaded = {i: canonical_entry(data) for i, data in merged.items()}
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive lock on the library folder (POSIX `flock` on the directory; where there
+    is none, no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _manifest_on_disk(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / "library.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def entry_id(problem: str, name: str) -> str:

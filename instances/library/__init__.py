@@ -149,6 +149,9 @@ class Library:
     entries: list[Entry]
     dropped: list[dict[str, Any]]
     manifest: dict[str, Any]
+    # each entry as read (canonical JSON by id): what a save compares with to write only
+    # the entries this process changed (`store.save`)
+    loaded: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -259,7 +262,12 @@ def read_library(version: int | str | Path | None = None) -> Library:
         if unknown:
             raise MemplaceError(f"{manifest_path}: entry {raw['id']!r}: unknown bound kind "
                                 f"{unknown[0]!r}; known: {', '.join(BOUND_KINDS)}")
-    return Library(int(match.group(1)), folder, entries, list(manifest.get("dropped", [])), manifest)
+    return Library(int(match.group(1)), folder, entries, list(manifest.get("dropped", [])), manifest,
+                   {e.id: canonical_entry(e.data) for e in entries})
+
+
+def canonical_entry(data: dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True)
 
 
 def content_hash(folder: Path) -> str:

@@ -217,3 +217,25 @@ def test_improve_refuses_a_bad_param_with_one_line_naming_it_before_running(smal
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert all(w in lines[0] for w in words), lines[0]
     assert content_hash(small_library) == before  # nothing ran, nothing was written
+
+
+def test_two_runs_recording_into_one_version_at_once_keep_each_others_records(small_library, tmp_path):
+    """Two `improve` runs read the version, each records a bound on its own entry and saves:
+    the second save keeps the first's record (it once wrote its stale copy over it)."""
+    from memplace.bench.library import store
+    folder = _copy(small_library, tmp_path)
+    first, second = read_library(folder), read_library(folder)
+    static, packing = first.entry("static/" + INSTANCE), second.entry("packing/example-12")
+    prov = store.provenance("test")
+    assert store.record_bound(first, static, static.best["objective"] * 0.5, "branch-and-bound", prov,
+                              label="one")
+    store.save(first)
+    assert store.record_bound(second, packing, 5.0, "branch-and-bound", prov, label="two")
+    store.save(second)
+    again = read_library(folder)
+    assert any(b.get("label") == "one" for b in again.entry("static/" + INSTANCE).bounds)
+    assert any(b.get("label") == "two" for b in again.entry("packing/example-12").bounds)
+    # the second run sees the first's record in memory too, and a third save loses nothing
+    assert any(b.get("label") == "one" for b in second.entry("static/" + INSTANCE).bounds)
+    store.save(second)
+    assert any(b.get("label") == "one" for b in read_library(folder).entry("static/" + INSTANCE).bounds)
