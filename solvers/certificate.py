@@ -176,8 +176,8 @@ START_TREE_MAX_LEAVES = 1500
 # about 4 MB gzipped; 1000 leaves proved 106.56 in 227 s with 9.8 MB)
 STEP_COVER_TREE_MAX_LEAVES = 400
 # rounds of covers separated again at each node of that tree (cut and branch,
-# `step_covers.grow_tree`): electra-small@nnpi's covers bite only where branching made homes
-# whole (4,040 covers over 532 nodes in 840 s, none at the root's point)
+# `step_covers.grow_tree`): on densenet121@nnpi 165.333 us against 165.125 without (840 s);
+# on electra-small@nnpi the same 142.292 (docs/library.md, memplace-lib/8)
 STEP_COVER_TREE_LEAF_ROUNDS = 3
 # a tree over the unit LP (whole copies): each node is an LP of the whole program
 UNITS_TREE_MAX_LEAVES = 400
