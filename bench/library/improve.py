@@ -147,8 +147,10 @@ def _guarded(task: Task) -> dict[str, Any]:
         return {"task": asdict(task), "error": f"{type(exc).__name__}: {exc}"}
 
 
-def record(lib: Library, outcome: dict[str, Any]) -> list[str]:
-    """Record what a task found in the library; one line per improvement."""
+def record(lib: Library, outcome: dict[str, Any], notes: list[str] | None = None) -> list[str]:
+    """Record what a task found in the library; one line per improvement (and in `notes`,
+    if given, one per bound proved that was not better than the one recorded, so a long
+    certifying run says what it proved)."""
     task = outcome["task"]
     entry = lib.entry(task["entry"])
     lines = []
@@ -164,10 +166,13 @@ def record(lib: Library, outcome: dict[str, Any]) -> list[str]:
                                  lambda path: path.write_text(text, encoding="utf-8"), prov, suffix):
             lines.append(f"{entry.id}: best {before:.6g} -> {outcome['objective']:.6g} ({task['solver']})")
     for bound in outcome.get("bounds", []):
+        named = f"{entry.id}: {bound['kind']} bound {bound['value']:.6g}" + \
+            (f" ({bound['label']})" if bound.get("label") else "")
         if store.record_bound(lib, entry, bound["value"], bound["kind"], prov,
                               bound.get("certificate"), bound.get("label", "")):
-            lines.append(f"{entry.id}: {bound['kind']} bound {bound['value']:.6g}"
-                         + (f" ({bound['label']})" if bound.get("label") else ""))
+            lines.append(named)
+        elif notes is not None and bound["kind"] != "closed-form":
+            notes.append(f"{named}: not recorded (one of its kind at least as high is)")
     store.prune_dominated(lib, entry)
     return lines
 
@@ -285,9 +290,10 @@ def improve(lib: Library, budget: float, entries: Iterable[Entry] | None = None,
     count = 0
     tasks = improve_tasks(lib, chosen, budget, seeds, solvers, certify, models, from_best, params)
     for outcome in results(tasks, scheduler):
-        lines = record(lib, outcome)
+        notes: list[str] = []
+        lines = record(lib, outcome, notes)
         count += sum(1 for line in lines if "failed" not in line)
-        for line in lines:
+        for line in lines + notes:
             echo(line)
         store.save(lib)
     if any(e.problem != "packing" for e in chosen):

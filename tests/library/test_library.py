@@ -239,3 +239,16 @@ def test_two_runs_recording_into_one_version_at_once_keep_each_others_records(sm
     assert any(b.get("label") == "one" for b in second.entry("static/" + INSTANCE).bounds)
     store.save(second)
     assert any(b.get("label") == "one" for b in read_library(folder).entry("static/" + INSTANCE).bounds)
+
+
+def test_a_bound_proved_but_not_above_the_recorded_one_is_said(small_library, tmp_path):
+    from memplace.bench.library.improve import record
+    lib = read_library(_copy(small_library, tmp_path))
+    entry = lib.entry("static/" + INSTANCE)
+    task = {"entry": entry.id, "solver": "lp-dual", "seed": 0, "time_limit": 1.0, "params": {}}
+    low = {"kind": "branch-and-bound", "value": entry.best["objective"] * 0.5, "label": "x"}
+    assert record(lib, {"task": task, "bounds": [low]}) == [f"{entry.id}: branch-and-bound bound "
+                                                            f"{low['value']:.6g} (x)"]
+    notes: list[str] = []
+    assert record(lib, {"task": task, "bounds": [dict(low, value=low["value"] * 0.9)]}, notes) == []
+    assert len(notes) == 1 and notes[0].endswith("not recorded (one of its kind at least as high is)")
