@@ -8,7 +8,7 @@ delivery LP, the access LP).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,8 @@ import numpy as np
 from memplace.solvers.highs import column_lp
 
 INF = math.inf
+# a row to append: its columns, their values, its lower and upper sides
+AddedRow = tuple[list[int], list[float], float, float]
 
 
 @dataclass
@@ -34,6 +36,17 @@ class BoxLP:
     v: np.ndarray
     scale: float = 1.0
     integer: np.ndarray | None = None
+
+    def with_rows(self, rows: "list[AddedRow]") -> "BoxLP":
+        """The LP with `rows` (columns, values, lower, upper) appended in order."""
+        n_rows = self.rlo.size
+        r = [self.r] + [np.full(len(cols), n_rows + q, np.int64) for q, (cols, _, _, _) in enumerate(rows)]
+        c = [self.c] + [np.asarray(cols, np.int64) for cols, _, _, _ in rows]
+        v = [self.v] + [np.asarray(vals, np.float64) for _, vals, _, _ in rows]
+        rlo = np.concatenate([self.rlo, np.asarray([lo for _, _, lo, _ in rows], np.float64)])
+        rhi = np.concatenate([self.rhi, np.asarray([hi for _, _, _, hi in rows], np.float64)])
+        return replace(self, rlo=rlo, rhi=rhi, r=np.concatenate(r), c=np.concatenate(c),
+                       v=np.concatenate(v))
 
     def highs_lp(self) -> Any:
         """The LP as a `highspy.HighsLp` (column-wise, the entries of a column by row;

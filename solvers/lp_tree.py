@@ -55,12 +55,12 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-from memplace.solvers.box_lp import BoxLP
+from memplace.solvers.box_lp import AddedRow, BoxLP
 from memplace.solvers.highs import new_highs
 
 DIGITS = 9  # significant digits of a stored dual value
@@ -94,7 +94,7 @@ Kinds = dict[str, Callable[[dict[str, Any]], "tuple[Row, Row] | None"]]
 Pick = Callable[[np.ndarray, "np.ndarray | None"], "Split | None"]
 # a caller's cut rows violated at a node's point x, each (columns, values, lower, upper),
 # valid at every valid solution's point; the caller records them in the order returned
-Cuts = Callable[[np.ndarray], "list[tuple[list[int], list[float], float, float]]"]
+Cuts = Callable[[np.ndarray], "list[AddedRow]"]
 
 
 def integer_split(cols: tuple[int, ...], at: int, coefs: tuple[int, ...] | None = None) -> Split:
@@ -259,7 +259,7 @@ class Grown:
     seconds: float
     status: str
     lp_statuses: dict[str, int] = field(default_factory=dict)
-    lp: BoxLP | None = None  # the LP with every cut row added, which the tree is checked on
+    lp: BoxLP | None = None  # the LP with every cut row added, which the tree is checked on (set by `grow`)
     cut_rows: int = 0
 
 
@@ -310,20 +310,11 @@ class _Solver:
             self._append(rows)
             parent, rounds = (y, mu), rounds + 1
 
-    def _append(self, rows: list[tuple[list[int], list[float], float, float]]) -> None:
+    def _append(self, rows: list[AddedRow]) -> None:
         """Rows added to the LP (and HiGHS's model) for the rest of the tree."""
-        lp, n_rows = self.lp, self.lp.rlo.size
-        counts = [len(cols) for cols, _, _, _ in rows]
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
-        index = np.asarray([j for cols, _, _, _ in rows for j in cols], np.int32)
-        value = np.asarray([a for _, vals, _, _ in rows for a in vals], np.float64)
-        lower = np.asarray([lo for _, _, lo, _ in rows], np.float64)
-        upper = np.asarray([hi for _, _, _, hi in rows], np.float64)
-        self.h.addRows(len(rows), lower, upper, index.size, starts, index, value)
-        self.lp = replace(lp, rlo=np.concatenate([lp.rlo, lower]), rhi=np.concatenate([lp.rhi, upper]),
-                          r=np.concatenate([lp.r, np.repeat(np.arange(n_rows, n_rows + len(rows)), counts)]),
-                          c=np.concatenate([lp.c, index.astype(lp.c.dtype)]),
-                          v=np.concatenate([lp.v, value]))
+        for cols, vals, lo, hi in rows:
+            self.h.addRow(lo, hi, len(cols), np.asarray(cols, np.int32), np.asarray(vals, np.float64))
+        self.lp = self.lp.with_rows(rows)
         self.cut_rows += len(rows)
 
     def _solve(self, path: list[Row], parent: tuple[np.ndarray, np.ndarray] | None

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from memplace.model import Instance
-from memplace.solvers.box_lp import BoxLP
+from memplace.solvers.box_lp import AddedRow, BoxLP
 from memplace.solvers.residency.machinery import delivery_bound
 from memplace.solvers.residency.machinery.delivery_bound import DeliveryModel
 
@@ -139,17 +139,9 @@ def valid_cover(inst: Instance, raw: Any) -> Cover | None:
     return Cover(level, step, tuple(tensors))
 
 
-def _append(model: DeliveryModel, rows: list[tuple[list[int], list[float], float, float]]) -> DeliveryModel:
+def _append(model: DeliveryModel, rows: list[AddedRow]) -> DeliveryModel:
     """The model with rows (columns, values, lower, upper) appended in order."""
-    p = model.lp
-    n_rows = p.rlo.size
-    r = [p.r] + [np.full(len(cols), n_rows + q, np.int64) for q, (cols, _, _, _) in enumerate(rows)]
-    c = [p.c] + [np.asarray(cols, np.int64) for cols, _, _, _ in rows]
-    v = [p.v] + [np.asarray(vals, np.float64) for _, vals, _, _ in rows]
-    rlo = np.concatenate([p.rlo, np.asarray([lo for _, _, lo, _ in rows], np.float64)])
-    rhi = np.concatenate([p.rhi, np.asarray([hi for _, _, _, hi in rows], np.float64)])
-    lp = replace(p, rlo=rlo, rhi=rhi, r=np.concatenate(r), c=np.concatenate(c), v=np.concatenate(v))
-    return replace(model, lp=lp)
+    return replace(model, lp=model.lp.with_rows(rows))
 
 
 def with_copy_rows(model: DeliveryModel) -> DeliveryModel:
@@ -171,7 +163,7 @@ def with_covers(model: DeliveryModel, covers: list[Cover],
 
 
 def _cover_rows(covers: list[Cover], occ: dict[tuple[int, int], dict[int, list[int]]]
-                ) -> list[tuple[list[int], list[float], float, float]]:
+                ) -> list[AddedRow]:
     """One row (columns, values, lower, upper) per cover, in order."""
     rows = []
     for cover in covers:
@@ -383,7 +375,7 @@ def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int
     covers = list(got.covers)
     known = set(covers)
 
-    def cuts(x: np.ndarray) -> list[tuple[list[int], list[float], float, float]]:
+    def cuts(x: np.ndarray) -> list[AddedRow]:
         new = [cv for cv in separate(model, x, occ) if cv not in known]
         known.update(new)
         covers.extend(new)
@@ -393,9 +385,8 @@ def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int
     grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left, max_leaves, [],
                          priority, model.scale, cuts=cuts if leaf_rounds else None,
                          cut_rounds=leaf_rounds)
-    lp = model.lp if grown.lp is None else grown.lp
     return CoverTree(grown.bound, grown.root_bound, covers, grown.tree, grown.leaves,
-                     int(lp.rlo.size))
+                     int(grown.lp.rlo.size))
 
 
 def check_tree(inst: Instance, ceiling: float, raw_covers: Any, rows: int, tree: Any) -> float:
