@@ -32,7 +32,10 @@ a walk that gathers the disjunctions on the way: no solver, no tolerance. A dual
 was rounded (they are stored at `DIGITS` significant digits) or came from an early stop
 proves less, never something false.
 
-`grow` builds a tree with HiGHS's dual simplex, hot-started from node to node: it
+`grow` builds a tree with HiGHS's dual simplex, hot-started from node to node (a node
+whose LP HiGHS ends as "Unknown" is solved once more from a cold start: seen in the
+slot-relaxation study of docs/library.md, where the cold solve was optimal; before, one
+such node stopped the whole tree): it
 expands the open leaf of least bound, on the first of the given `groups` (sets of
 branchable columns, or (columns, integer coefficients)) whose sum is fractional there,
 else on the disjunction the caller's `pick` proposes for its point (if any), else on
@@ -65,6 +68,9 @@ from memplace.solvers.highs import new_highs
 
 DIGITS = 9  # significant digits of a stored dual value
 FRACTIONAL = 1e-6  # a value this far from an integer is fractional
+# `Grown.lp_statuses` key: node LPs HiGHS ended as "Unknown" (numerical trouble from the warm
+# basis), each solved again from a cold start; the retry's own status is counted as usual
+RETRIED = "Unknown, solved again from a cold start"
 
 
 @dataclass(frozen=True)
@@ -328,6 +334,11 @@ class _Solver:
         h.run()
         self.solved += 1
         status = h.modelStatusToString(h.getModelStatus())
+        if status == "Unknown":  # simplex lost its way from the warm basis: once more, cold
+            self.statuses[RETRIED] = self.statuses.get(RETRIED, 0) + 1
+            h.clearSolver()
+            h.run()
+            status = h.modelStatusToString(h.getModelStatus())
         self.statuses[status] = self.statuses.get(status, 0) + 1
         sol = h.getSolution()
         x = np.asarray(sol.col_value, np.float64) if status == "Optimal" else None

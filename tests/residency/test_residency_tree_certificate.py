@@ -126,3 +126,41 @@ def test_cuts_found_at_a_leaf_join_the_lp_the_tree_is_checked_on():
     assert lp_tree.check_tree(cut.lp, cut.tree, branchable) == pytest.approx(-1.0)
     # on the LP without the cut row its leaf duals do not fit: it proves nothing
     assert lp_tree.check_tree(lp, cut.tree, branchable) == -math.inf
+
+
+class _UnknownOnce:
+    """A HiGHS whose `nth` run ends "Unknown" with no valid dual (what numerical trouble
+    from a warm basis looks like), otherwise the real one."""
+
+    def __init__(self, real, nth: int) -> None:
+        self._real, self._nth, self._runs, self._unknown = real, nth, 0, False
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def run(self):
+        self._runs += 1
+        self._unknown = self._runs == self._nth
+        return self._real.run()
+
+    def getModelStatus(self):
+        import highspy
+        return highspy.HighsModelStatus.kUnknown if self._unknown else self._real.getModelStatus()
+
+    def getSolution(self):
+        sol = self._real.getSolution()
+        if self._unknown:
+            sol.dual_valid = False
+        return sol
+
+
+def test_a_node_whose_lp_ends_unknown_is_solved_again_and_the_tree_goes_on(monkeypatch):
+    lp, branchable = _two_columns_lp(), np.ones(2, bool)
+    plain = lp_tree.grow(lp, branchable, -1.0, 10.0, 10)
+    assert plain.status == "closed" and plain.bound == pytest.approx(-1.0)
+    real_new = lp_tree.new_highs
+    monkeypatch.setattr(lp_tree, "new_highs", lambda *a, **k: _UnknownOnce(real_new(*a, **k), 2))
+    again = lp_tree.grow(lp, branchable, -1.0, 10.0, 10)
+    assert again.lp_statuses.get(lp_tree.RETRIED) == 1
+    assert (again.status, again.bound, again.leaves) == (plain.status, plain.bound, plain.leaves)
+    assert lp_tree.check_tree(lp, again.tree, branchable) == pytest.approx(-1.0)
