@@ -113,7 +113,7 @@ def verify_command(version: str) -> None:
                                  "residency-delivery-step-cover",
                                  "residency-delivery-step-cover-tree",
                                  "residency-rotation-levels", "residency-delivery-units-tree",
-                                 "residency-delivery-start-tree"]),
+                                 "residency-delivery-start-tree", "residency-slot-tree"]),
               help="LP models the refresh solves (repeatable; default: each problem's; "
                    "residency-delivery-tree, residency-relaxation-tree and "
                    "residency-delivery-cover-tree, branch-and-bound trees over the delivery "
@@ -126,7 +126,9 @@ def verify_command(version: str) -> None:
                    "fastest level of those weights, and residency-delivery-units-tree, a tree "
                    "over the delivery relaxation charging started copies whole, and "
                    "residency-delivery-start-tree, the step-cover LP with start columns for a "
-                   "few large tensors and a tree on them, only when named, with --time-limit)")
+                   "few large tensors and a tree on them, and residency-slot-tree, a tree over "
+                   "the DRAM channel's slots (copies need their size free while they move), "
+                   "only when named, with --time-limit)")
 @click.option("--from-best", is_flag=True,
               help="solvers that take a start solution (residency multistart) start from the "
                    "entry's best known as well; its sha256 is in the provenance")
@@ -174,7 +176,8 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
                                  "residency-relaxation-tree", "residency-delivery-cover-tree",
                                  "residency-rotation", "residency-delivery-step-cover",
                                  "residency-delivery-step-cover-tree", "residency-rotation-levels",
-                                 "residency-delivery-units-tree", "residency-delivery-start-tree"]),
+                                 "residency-delivery-units-tree", "residency-delivery-start-tree",
+                                 "residency-slot-tree"]),
               help="LP models to solve (repeatable; default: those whose ceiling is the best "
                    "known, residency-access, residency-relaxation-capped and residency-delivery)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,

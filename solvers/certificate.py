@@ -120,6 +120,14 @@
   tree's columns). The certificate stores the tensors, the covers and the tree; the
   check rebuilds the LP and walks the tree. On request only.
 
+- A branch-and-bound tree over the slot relaxation (model `residency-slot-tree`,
+  `residency/machinery/slot_bound.py`, where the argument is): the last level's channel,
+  fast memory pooled, and per interval and copy size a binary "a copy of that size moves"
+  that needs its size free; splits on the units of fast memory the large weights take,
+  and covers valid on their upper sides, separated at the tree's nodes. The certificate
+  stores the unit, the splits, the covers and the tree; the check rebuilds the LP,
+  re-derives every cover and walks the tree. On request only.
+
 All are sums in float64 in another order than the simulator's; the value is lowered by
 `MARGIN` (relative) so rounding never lifts it above a true latency.
 """
@@ -150,18 +158,19 @@ STEP_COVER_MODEL = "residency-delivery-step-cover"
 STEP_COVER_TREE_MODEL = "residency-delivery-step-cover-tree"
 UNITS_TREE_MODEL = "residency-delivery-units-tree"
 START_COLUMN_MODEL = "residency-delivery-start-tree"
+SLOT_TREE_MODEL = "residency-slot-tree"
 LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL,
              TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL, STEP_COVER_MODEL,
              STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL, UNITS_TREE_MODEL,
-             START_COLUMN_MODEL)
+             START_COLUMN_MODEL, SLOT_TREE_MODEL)
 # models whose certificate stores the ceiling (a valid latency) their columns are capped by
 CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL, START_TREE_MODEL,
                   COVER_TREE_MODEL, STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, UNITS_TREE_MODEL,
-                  START_COLUMN_MODEL)
+                  START_COLUMN_MODEL, SLOT_TREE_MODEL)
 # models solved only when asked for by name (`improve --lp-model`), per problem
 ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL,
                                     STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL,
-                                    UNITS_TREE_MODEL, START_COLUMN_MODEL)}
+                                    UNITS_TREE_MODEL, START_COLUMN_MODEL, SLOT_TREE_MODEL)}
 # a tree is kept only when it proves this much (relative) above its root LP
 TREE_MIN_GAIN = 0.002
 # the rotation over levels searches only below this share of the best known, and its
@@ -183,6 +192,10 @@ STEP_COVER_TREE_LEAF_ROUNDS = 3
 UNITS_TREE_MAX_LEAVES = 400
 # a tree over the step-cover LP with start columns (start_columns.py): as the step-cover tree's
 START_COLUMN_MAX_LEAVES = 400
+# the slot tree aims at this share of the ceiling (its leaves close there) and stops at
+# this many leaves: electra-small@nnpi (ceiling 152.073 us) needs 144.83 for a 5% gap
+SLOT_TREE_TARGET = 1 / 1.045
+SLOT_TREE_MAX_LEAVES = 6000
 
 
 def closed_form(instance: Instance) -> float:
@@ -479,6 +492,8 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
         return _units_tree(instance, time_limit, ceiling)
     if model == START_COLUMN_MODEL:
         return _start_column_tree(instance, time_limit, ceiling)
+    if model == SLOT_TREE_MODEL:
+        return _slot_tree(instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -541,6 +556,8 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
         return _check_units_tree(instance, certificate, valid_latency)
     if certificate.get("model") == START_COLUMN_MODEL:
         return _check_start_column_tree(instance, certificate, valid_latency)
+    if certificate.get("model") == SLOT_TREE_MODEL:
+        return _check_slot_tree(instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -779,3 +796,29 @@ def _check_start_column_tree(instance: Instance, certificate: dict[str, Any],
     return _margined(start_columns.check(instance, ceiling, certificate.get("tensors"),
                                          certificate.get("covers"), int(certificate.get("rows", -1)),
                                          certificate.get("tree")))
+
+
+def _slot_tree(instance: Instance, time_limit: float | None,
+               ceiling: float | None) -> dict[str, Any] | None:
+    """A tree over the slot relaxation (`slot_bound.grow_tree`) aiming at SLOT_TREE_TARGET
+    of the ceiling: its unit, splits, covers and tree with the ceiling."""
+    from memplace.solvers.residency.machinery import slot_bound
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0 or instance.n_levels < 2:
+        return None
+    got = slot_bound.grow_tree(instance, ceiling, ceiling * SLOT_TREE_TARGET,
+                               600.0 if time_limit is None else time_limit, SLOT_TREE_MAX_LEAVES)
+    if got.tree is None:
+        return None
+    return _tree_certificate(instance, SLOT_TREE_MODEL, ceiling, got.rows, got, None, unit=got.unit,
+                             splits=list(got.splits), covers=slot_bound.covers_json(got.covers))
+
+
+def _check_slot_tree(instance: Instance, certificate: dict[str, Any],
+                     valid_latency: float | None) -> float:
+    from memplace.solvers.residency.machinery import slot_bound
+    ceiling = _ceiling(certificate, valid_latency)
+    if ceiling is None:
+        return -math.inf
+    return _margined(slot_bound.check_tree(instance, ceiling, certificate.get("unit"),
+                                           certificate.get("splits"), certificate.get("covers"),
+                                           int(certificate.get("rows", -1)), certificate.get("tree")))
