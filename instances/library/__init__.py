@@ -49,6 +49,7 @@ FROZEN: dict[str, str] = {
     "memplace-lib/6": "de4c9ee3428d723e7e1eebe04d878dcad65990626090dd2e993a58b21bbca71c",
     "memplace-lib/7": "e76417c3c9d42d415df5b97402979c94b45151c76d1dc97504a5ca4318bb9360",
     "memplace-lib/8": "18dfcc2625cb2528fe911bd1f6392e10dea88095c0b11581a6b990ca62bd19a0",
+    "memplace-lib/9": "6eb0a77a67cb1c7a4cd016afa78d236dd6d62a1e644077b0a3f9ed08b733b967",
 }
 # `memplace-lib/N[:split]`, or `memplace-lib[:split]` for the newest version in the package
 SPEC = re.compile(r"memplace-lib(?:/([0-9]+))?(?::(train|test|all))?")
