@@ -12,6 +12,7 @@ import pytest
 
 from memplace.instances.library import read_library
 from memplace.model import Instance
+from memplace.solvers.certificate import SLOT_TREE_MODEL, check_lp_dual, lp_dual
 from memplace.solvers.highs import new_highs
 from memplace.solvers.residency.machinery import slot_bound
 from residency_exhaustive import tiny_case
@@ -71,3 +72,19 @@ def test_electra_small_tree_certificate_round_trip_and_tampering():
     # a row count that is not the rebuilt LP's, or a malformed cover list, proves nothing
     for rows, raw in ((got.rows + 1, covers), (got.rows, [[0, 1, 2]])):
         assert slot_bound.check_tree(inst, ceiling, got.unit, list(got.splits), raw, rows, got.tree) == -math.inf
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 7, 8])
+def test_the_library_path_grows_a_certificate_its_check_recomputes(seed):
+    # through `memplace lib improve --lp-model residency-slot-tree` and `verify`
+    inst, best = tiny_case(seed, True)
+    cert = lp_dual(inst, SLOT_TREE_MODEL, 30, ceiling=best * 1.5)  # 1, 3 split; 0, 8 do not; 7 has no unit
+    assert cert is not None and cert["model"] == SLOT_TREE_MODEL
+    assert 0 < cert["bound"] <= best * (1 + 1e-9)
+    assert check_lp_dual(inst, cert, valid_latency=best) == pytest.approx(cert["bound"], rel=1e-12)
+    # a ceiling below a latency known valid, or none known, proves nothing; nor do bad fields
+    assert check_lp_dual(inst, cert, valid_latency=best * 1.6) == -math.inf
+    assert check_lp_dual(inst, cert) == -math.inf
+    for bad in ({"unit": -1}, {"unit": True}, {"splits": "x"}, {"splits": [True]}, {"covers": {}},
+                {"rows": cert["rows"] + 1}):
+        assert check_lp_dual(inst, dict(cert, **bad), valid_latency=best) == -math.inf

@@ -450,13 +450,13 @@ def covers_json(covers: list[Cover]) -> list[list[Any]]:
 def check_tree(inst: Instance, ceiling: float, unit: Any, splits: Any, raw_covers: Any,
                rows: int, tree: Any) -> float:
     """The bound (seconds, before any margin, at most the ceiling) a certificate proves:
-    the LP rebuilt from the instance with its unit and splits, every stored cover
+    the LP rebuilt from the instance with its unit (0: no weight size to split on, so no
+    interval binaries or splits either) and splits, every stored cover
     re-derived and appended, the tree walked by weak duality; -inf if anything does not
     fit."""
     covers = parse_covers(raw_covers)
-    if (covers is None or not isinstance(tree, dict) or not isinstance(unit, int)
-            or isinstance(unit, bool) or unit <= 0 or not isinstance(splits, list)
-            or not _ints(splits)):
+    if (covers is None or not isinstance(tree, dict) or not _ints([unit]) or unit < 0
+            or not isinstance(splits, list) or not _ints(splits)):
         return -math.inf
     model = formulate(inst, ceiling, unit, tuple(splits))
     if rows != model.lp.rlo.size or sorted(model.deltas) != sorted(splits):
