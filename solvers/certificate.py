@@ -134,7 +134,7 @@ All are sums in float64 in another order than the simulator's; the value is lowe
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -468,32 +468,9 @@ def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
     """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
     it proves, or None when HiGHS did not reach the LP optimum in time. The access
     relaxation needs `ceiling`, the latency of a valid solution (None without one)."""
-    if model == ACCESS_MODEL:
-        return _access_dual(instance, time_limit, ceiling)
-    if model == CAPPED_MODEL:
-        return _capped_dual(instance, time_limit, ceiling)
-    if model == DELIVERY_MODEL:
-        return _delivery_dual(instance, time_limit, ceiling)
-    if model == TREE_MODEL:
-        return _tree_dual(instance, time_limit, ceiling)
-    if model == START_TREE_MODEL:
-        return _start_tree_dual(instance, time_limit, ceiling)
-    if model == COVER_TREE_MODEL:
-        return _cover_tree_dual(instance, time_limit, ceiling)
-    if model == ROTATION_MODEL:
-        return _rotation(instance)
-    if model == ROTATION_LEVELS_MODEL:
-        return _rotation_levels(instance, ceiling)
-    if model == STEP_COVER_MODEL:
-        return _step_cover_dual(instance, time_limit, ceiling)
-    if model == STEP_COVER_TREE_MODEL:
-        return _step_cover_tree(instance, time_limit, ceiling)
-    if model == UNITS_TREE_MODEL:
-        return _units_tree(instance, time_limit, ceiling)
-    if model == START_COLUMN_MODEL:
-        return _start_column_tree(instance, time_limit, ceiling)
-    if model == SLOT_TREE_MODEL:
-        return _slot_tree(instance, time_limit, ceiling)
+    own = _OWN_MODELS.get(model)
+    if own is not None:
+        return own[0](instance, time_limit, ceiling)
     lp, to_seconds, _ = _lp(instance, model)
     h = new_highs(1, 0, time_limit)
     h.passModel(lp)
@@ -532,32 +509,10 @@ def check_lp_dual(instance: Instance, certificate: dict[str, Any],
     proves nothing (wrong shape, or a term that needs an infinite bound, or an access
     relaxation whose ceiling is below `valid_latency`, a latency known valid, or with
     no such latency given)."""
-    if certificate.get("model") == ACCESS_MODEL:
-        return _check_access(instance, certificate, valid_latency)
-    if certificate.get("model") == CAPPED_MODEL:
-        return _check_capped(instance, certificate, valid_latency)
-    if certificate.get("model") == DELIVERY_MODEL:
-        return _check_delivery(instance, certificate, valid_latency)
-    if certificate.get("model") == TREE_MODEL:
-        return _check_tree(instance, certificate, valid_latency)
-    if certificate.get("model") == START_TREE_MODEL:
-        return _check_start_tree(instance, certificate, valid_latency)
-    if certificate.get("model") == COVER_TREE_MODEL:
-        return _check_cover_tree(instance, certificate, valid_latency)
-    if certificate.get("model") == ROTATION_MODEL:
-        return _check_rotation(instance, certificate)
-    if certificate.get("model") == ROTATION_LEVELS_MODEL:
-        return _check_rotation_levels(instance, certificate)
-    if certificate.get("model") == STEP_COVER_MODEL:
-        return _check_step_cover(instance, certificate, valid_latency)
-    if certificate.get("model") == STEP_COVER_TREE_MODEL:
-        return _check_step_cover_tree(instance, certificate, valid_latency)
-    if certificate.get("model") == UNITS_TREE_MODEL:
-        return _check_units_tree(instance, certificate, valid_latency)
-    if certificate.get("model") == START_COLUMN_MODEL:
-        return _check_start_column_tree(instance, certificate, valid_latency)
-    if certificate.get("model") == SLOT_TREE_MODEL:
-        return _check_slot_tree(instance, certificate, valid_latency)
+    model = certificate.get("model")
+    own = _OWN_MODELS.get(model) if isinstance(model, str) else None
+    if own is not None:
+        return own[1](instance, certificate, valid_latency)
     lp, to_seconds, offset = _lp(instance, certificate["model"])
     n_rows, n_cols = int(lp.num_row_), int(lp.num_col_)
     y = _dual_vector(certificate, n_rows)
@@ -822,3 +777,27 @@ def _check_slot_tree(instance: Instance, certificate: dict[str, Any],
     return _margined(slot_bound.check_tree(instance, ceiling, certificate.get("unit"),
                                            certificate.get("splits"), certificate.get("covers"),
                                            int(certificate.get("rows", -1)), certificate.get("tree")))
+
+
+Grow = Callable[[Instance, "float | None", "float | None"], "dict[str, Any] | None"]
+Check = Callable[[Instance, dict[str, Any], "float | None"], float]
+# the models with their own certificate (the others are `_lp`'s LPs and a dual vector):
+# name -> (grow: instance, time limit, ceiling -> certificate or None;
+#          check: instance, certificate, a latency known valid -> the bound it proves)
+_OWN_MODELS: dict[str, tuple[Grow, Check]] = {
+    ACCESS_MODEL: (_access_dual, _check_access),
+    CAPPED_MODEL: (_capped_dual, _check_capped),
+    DELIVERY_MODEL: (_delivery_dual, _check_delivery),
+    TREE_MODEL: (_tree_dual, _check_tree),
+    START_TREE_MODEL: (_start_tree_dual, _check_start_tree),
+    COVER_TREE_MODEL: (_cover_tree_dual, _check_cover_tree),
+    ROTATION_MODEL: (lambda inst, _limit, _ceiling: _rotation(inst),
+                     lambda inst, cert, _valid: _check_rotation(inst, cert)),
+    ROTATION_LEVELS_MODEL: (lambda inst, _limit, ceiling: _rotation_levels(inst, ceiling),
+                            lambda inst, cert, _valid: _check_rotation_levels(inst, cert)),
+    STEP_COVER_MODEL: (_step_cover_dual, _check_step_cover),
+    STEP_COVER_TREE_MODEL: (_step_cover_tree, _check_step_cover_tree),
+    UNITS_TREE_MODEL: (_units_tree, _check_units_tree),
+    START_COLUMN_MODEL: (_start_column_tree, _check_start_column_tree),
+    SLOT_TREE_MODEL: (_slot_tree, _check_slot_tree),
+}
