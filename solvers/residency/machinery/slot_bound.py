@@ -255,6 +255,7 @@ def formulate(inst: Instance, ceiling: float, unit: int, splits: tuple[int, ...]
         large = sorted(size for size in by_class if unit > 0 and size >= unit)
         big: list[int] = []
         if large:
+            items = [(c, b) for c, b in load[k] if c not in unit_cols] + list(using[k])
             anyc = lp.col()
             branch.add(anyc)
             prio[anyc] = m[k]
@@ -268,7 +269,6 @@ def formulate(inst: Instance, ceiling: float, unit: int, splits: tuple[int, ...]
                 lp.row([(c, 1.0) for c in by_class[size]] + [(u, -ceil_us)], hi=0.0)
                 lp.row(in_c + [(u, size / MIB)] + [(c, b / MIB) for c, b in using[k]], hi=C)
                 big += by_class[size]
-                items = [(c, b) for c, b in load[k] if c not in unit_cols] + list(using[k])
                 knapsacks[k, size] = Knapsack(k, size, u, items)
             lp.row([(anyc, 1.0)] + [(u, -1.0) for u in us], hi=0.0)
             coef: dict[int, float] = {dur[k]: 1.0, anyc: m[k]}
