@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from memplace.model.core.bound_models import (CEILING_MODELS, LP_MODELS, ON_REQUEST_MODELS,
+                                              RESIDENCY_LP_MODELS)
 from memplace.model.core.errors import MemplaceError
 
 LIB_OPTION = click.option("--lib", "version", default=None,
@@ -106,14 +108,7 @@ def verify_command(version: str) -> None:
 @click.option("--no-certify", is_flag=True, help="skip refreshing the closed-form and LP-dual bounds")
 @click.option("--certify-only", is_flag=True, help="only refresh the closed-form and LP-dual bounds")
 @click.option("--lp-model", "lp_models", multiple=True,
-              type=click.Choice(["static-milp", "residency-relaxation", "residency-access",
-                                 "residency-delivery", "residency-relaxation-capped",
-                                 "residency-delivery-tree", "residency-relaxation-tree",
-                                 "residency-delivery-cover-tree", "residency-rotation",
-                                 "residency-delivery-step-cover",
-                                 "residency-delivery-step-cover-tree",
-                                 "residency-rotation-levels", "residency-delivery-units-tree",
-                                 "residency-delivery-start-tree", "residency-slot-tree"]),
+              type=click.Choice(LP_MODELS),
               help="LP models the refresh solves (repeatable; default: each problem's; "
                    "residency-delivery-tree, residency-relaxation-tree and "
                    "residency-delivery-cover-tree, branch-and-bound trees over the delivery "
@@ -171,13 +166,7 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
 @click.option("--min-gap", type=float, default=None,
               help="only entries whose certified gap is above this (percent)")
 @click.option("--lp-model", "lp_models", multiple=True,
-              type=click.Choice(["residency-relaxation", "residency-access", "residency-delivery",
-                                 "residency-relaxation-capped", "residency-delivery-tree",
-                                 "residency-relaxation-tree", "residency-delivery-cover-tree",
-                                 "residency-rotation", "residency-delivery-step-cover",
-                                 "residency-delivery-step-cover-tree", "residency-rotation-levels",
-                                 "residency-delivery-units-tree", "residency-delivery-start-tree",
-                                 "residency-slot-tree"]),
+              type=click.Choice(RESIDENCY_LP_MODELS),
               help="LP models to solve (repeatable; default: those whose ceiling is the best "
                    "known, residency-access, residency-relaxation-capped and residency-delivery)")
 @click.option("--certificates", type=click.Path(file_okay=False), default=None,
@@ -191,7 +180,6 @@ def bounds_command(version: str, time_limit: float, entries: tuple[str, ...], ma
     certified bound and gap before and after; the library is not written."""
     from memplace.bench.library.rebound import rebound
     from memplace.bench.library.tables import markdown
-    from memplace.solvers.certificate import CEILING_MODELS, ON_REQUEST_MODELS
     if time_limit <= 0:
         raise MemplaceError(f"--time-limit must be > 0 seconds, got {time_limit}")
     lib = _read(version)

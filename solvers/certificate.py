@@ -139,6 +139,10 @@ from typing import Any, Callable
 import numpy as np
 
 from memplace.model import Instance
+from memplace.model.core.bound_models import (  # noqa: F401  (names re-exported)
+    ACCESS_MODEL, CAPPED_MODEL, CEILING_MODELS, COVER_TREE_MODEL, DELIVERY_MODEL, LP_MODELS,
+    ON_REQUEST_MODELS, ROTATION_LEVELS_MODEL, ROTATION_MODEL, SLOT_TREE_MODEL, START_COLUMN_MODEL,
+    START_TREE_MODEL, STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, TREE_MODEL, UNITS_TREE_MODEL)
 from memplace.model.residency.bounds import lower_bound
 from memplace.solvers.highs import new_highs
 from memplace.solvers.residency.machinery import relaxation
@@ -146,31 +150,6 @@ from memplace.solvers.static import milp_highs
 
 MARGIN = 1e-9
 DUAL_TOLERANCE = 1e-7  # HiGHS's default dual feasibility tolerance
-ACCESS_MODEL = "residency-access"
-CAPPED_MODEL = "residency-relaxation-capped"
-DELIVERY_MODEL = "residency-delivery"
-TREE_MODEL = "residency-delivery-tree"
-START_TREE_MODEL = "residency-relaxation-tree"
-COVER_TREE_MODEL = "residency-delivery-cover-tree"
-ROTATION_MODEL = "residency-rotation"
-ROTATION_LEVELS_MODEL = "residency-rotation-levels"
-STEP_COVER_MODEL = "residency-delivery-step-cover"
-STEP_COVER_TREE_MODEL = "residency-delivery-step-cover-tree"
-UNITS_TREE_MODEL = "residency-delivery-units-tree"
-START_COLUMN_MODEL = "residency-delivery-start-tree"
-SLOT_TREE_MODEL = "residency-slot-tree"
-LP_MODELS = ("static-milp", "residency-relaxation", ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL,
-             TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL, STEP_COVER_MODEL,
-             STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL, UNITS_TREE_MODEL,
-             START_COLUMN_MODEL, SLOT_TREE_MODEL)
-# models whose certificate stores the ceiling (a valid latency) their columns are capped by
-CEILING_MODELS = (ACCESS_MODEL, CAPPED_MODEL, DELIVERY_MODEL, TREE_MODEL, START_TREE_MODEL,
-                  COVER_TREE_MODEL, STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, UNITS_TREE_MODEL,
-                  START_COLUMN_MODEL, SLOT_TREE_MODEL)
-# models solved only when asked for by name (`improve --lp-model`), per problem
-ON_REQUEST_MODELS = {"residency": (TREE_MODEL, START_TREE_MODEL, COVER_TREE_MODEL, ROTATION_MODEL,
-                                    STEP_COVER_MODEL, STEP_COVER_TREE_MODEL, ROTATION_LEVELS_MODEL,
-                                    UNITS_TREE_MODEL, START_COLUMN_MODEL, SLOT_TREE_MODEL)}
 # a tree is kept only when it proves this much (relative) above its root LP
 TREE_MIN_GAIN = 0.002
 # the rotation over levels searches only below this share of the best known, and its
