@@ -33,6 +33,8 @@ Version 7 (`build_7`): version 6's entries as frozen, the same way, improved fur
 Version 8 (`build_8`): version 7's entries as frozen, the same way, improved further.
 
 Version 9 (`build_9`): version 8's entries as frozen, the same way, improved further.
+
+Version 10 (`build_10`): version 9's entries as frozen, the same way, improved further.
 """
 from __future__ import annotations
 
@@ -300,11 +302,11 @@ def carried_over(previous: int) -> Callable[[Library, Callable[[str], None]], No
     return build_next
 
 
-build_3, build_4, build_5, build_6, build_7, build_8, build_9 = (
-    carried_over(v) for v in (2, 3, 4, 5, 6, 7, 8))
+build_3, build_4, build_5, build_6, build_7, build_8, build_9, build_10 = (
+    carried_over(v) for v in (2, 3, 4, 5, 6, 7, 8, 9))
 BUILDERS: dict[int, Callable[[Library, Callable[[str], None]], None]] = {
     1: build, 2: build_2, 3: build_3, 4: build_4, 5: build_5, 6: build_6, 7: build_7, 8: build_8,
-    9: build_9}
+    9: build_9, 10: build_10}
 DESCRIPTIONS = {
     1: "memplace-lib/1: real programs (ONNX exports, XLA programs, zoo exports) and generated "
        "residency workloads; packing traces",
@@ -312,5 +314,5 @@ DESCRIPTIONS = {
        "ONNX exports and generated residency workloads), static and residency; packing: "
        "MiniMalloc's suite, idealloc's traces, XLA heaps and generated families",
     **{v: f"memplace-lib/{v}: memplace-lib/{v - 1}'s entries (the same instances and pairs left "
-          "out) with better best known solutions and bounds" for v in (3, 4, 5, 6, 7, 8, 9)},
+          "out) with better best known solutions and bounds" for v in (3, 4, 5, 6, 7, 8, 9, 10)},
 }

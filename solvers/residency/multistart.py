@@ -64,6 +64,7 @@ from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, lower_bound, simulate, violations
 from memplace.solvers import Param, ParameterError, SearchContext, register
 from memplace.solvers.residency.machinery import move_loop
+from memplace.solvers.residency.machinery.channel_plan import plan
 from memplace.solvers.residency.machinery.allocation import assign_windows
 from memplace.solvers.residency.machinery.home_exchanges import exchange
 from memplace.solvers.residency.machinery.home_swaps import descend
@@ -97,6 +98,12 @@ PARAMS = {
                                 "well (\"\": none; `lib improve --from-best` passes the best known)"),
     "rehome": Param("", str, doc="TENSOR=LEVEL,... (tensor names or indices): the given start "
                                  "with these homes moved and their windows dropped (needs start)"),
+    "plan_share": Param(0.0, float, 0.0, 1.0, doc="share of the time left for re-planning the "
+                        "given start by the schedule MILP of channel_plan.py (its large weights' "
+                        "homes, direct reads and prefetch starts), which then replaces it among the "
+                        "starts (0: off; needs start)"),
+    "plan_slow": Param(0.975, float, 0.0, 1.0, doc="the re-planned start keeps at most this share "
+                       "of the given start's slow-homed large-weight bytes slow"),
 }
 START_SHARE = 0.15  # of the time left, at most, for msa's start and the static sa's
 REHEAT = (1.0, 0.1, 0.01)  # start temperatures of the anneals from the best, times t_start
@@ -171,20 +178,23 @@ def rewindow(instance: Instance, sol: ResidencySolution,
 def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: float,
                      home_rate: float, lead: float, milp_share: float, swap_share: float,
                      exchange_share: float, static_moves: int, offer_every: float, rotate: bool,
-                     start: str, rehome: str) -> None:
+                     start: str, rehome: str, plan_share: float, plan_slow: float) -> None:
     if ctx.time_limit is None:
         raise ParameterError("solver 'multistart' (residency) needs a time limit")
     if rehome and not start:
         raise ParameterError("solver 'multistart': rehome moves homes of the given start; give start too")
+    if plan_share > 0 and not start:
+        raise ParameterError("solver 'multistart': plan_share re-plans the given start; give start too")
     ctx.lower_bound = lower_bound(ctx.instance)
     starts = _starts(ctx, milp_share, swap_share, static_moves, rotate, start, exchange_share,
-                     rehome)
+                     rehome, plan_share, plan_slow)
     _anneal_all(ctx, starts, anneals, t_start, t_end, home_rate, lead, offer_every)
 
 
 def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_moves: int,
             rotate: bool, start: str, exchange_share: float = 0.0,
-            rehome: str = "") -> list[ResidencySolution]:
+            rehome: str = "", plan_share: float = 0.0,
+            plan_slow: float = 1.0) -> list[ResidencySolution]:
     """Every start offered and noted, in the order the anneals take them: the best first,
     a rotation of it (often slower at first) second."""
     inst = ctx.instance
@@ -210,7 +220,15 @@ def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_mov
         given = given_start(inst, start)
         if rehome:
             given = rehomed(inst, given, rehome)
-        add(given, "given")
+        name = "given"
+        if plan_share > 0:
+            ctx.offer(given, given.latency)  # the result is never worse than the start
+            planned = plan(inst, given, plan_slow, plan_share * ctx.remaining(),
+                           int(ctx.rng.integers(2**31)))
+            ctx.notes["plan"] = "none found" if planned is None else round(planned.latency * 1e6, 3)
+            if planned is not None:
+                given, name = planned, "plan"
+        add(given, name)
         better = rewindow(inst, given, start_by(START_SHARE))
         if better is not None:
             add(better, "given_rewindow")
