@@ -43,6 +43,13 @@ same-size swap reaches: on deeplabv3-mobilenet-v3-large@nnpi, memplace-lib/7's b
 with its two 921,600-byte weights in LLC and the 2.36 MB one in DRAM, as the delivery
 relaxation homes them, and then this solver from it (docs/library.md, memplace-lib/7).
 
+`plan_share` (off by default) re-plans the given start first: a schedule MILP
+(`channel_plan.plan`) chooses again the homes, direct reads and prefetch starts of its
+large weights read once, with at most `plan_slow` of its slow-homed bytes slow, and the
+plan replaces the given start among the starts (the given start is still offered, so the
+result is never worse). On levit-128s@nnpi, whose latency is its DRAM channel's work, that
+took memplace-lib/9's best known from 77.395 to 73.679 µs in two runs (memplace-lib/10).
+
 The second start (`rotate`): the best start with two weights of one size taking turns in
 one slot of a fast level (`shared_slots.rotations`: one of them homed slower so that both
 are copied in while other ops run). On albert-base@nnpi, whose shared layer weights fill

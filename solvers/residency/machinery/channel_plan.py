@@ -26,9 +26,10 @@ starts. This MILP makes them at once, over a reference solution (the given start
 It is a model of the schedule, not the simulation: its latency is checked by `simulate`,
 and the plan is a start for the anneals, which repair what the model leaves out (the
 copies of other tensors, the equal split of a channel between its two queues). On
-levit-128s@nnpi (2026-11-27): at `slow_share` 0.976 of memplace-lib/9's best known, HiGHS
-found a plan of 79.63 µs in 500 s, and `multistart`'s anneals from it reached 74.407 µs in
-300 s, where from the best known they had found nothing below 77.395 (docs/library.md).
+levit-128s@nnpi (2026-11-27), two runs of `multistart` from the library's best known, each
+re-planned at about 0.98 of its slow-homed bytes, took memplace-lib/9's 77.395 µs to 75.988
+and then 73.679 (memplace-lib/10), where the anneals alone had found nothing from either
+(docs/library.md, "memplace-lib/10").
 """
 from __future__ import annotations
 
