@@ -50,6 +50,7 @@ FROZEN: dict[str, str] = {
     "memplace-lib/7": "e76417c3c9d42d415df5b97402979c94b45151c76d1dc97504a5ca4318bb9360",
     "memplace-lib/8": "18dfcc2625cb2528fe911bd1f6392e10dea88095c0b11581a6b990ca62bd19a0",
     "memplace-lib/9": "6eb0a77a67cb1c7a4cd016afa78d236dd6d62a1e644077b0a3f9ed08b733b967",
+    "memplace-lib/10": "41b36015831fae453297b05681a8c4cde828e24c14381f02eb7b40d3930b18e6",
 }
 # `memplace-lib/N[:split]`, or `memplace-lib[:split]` for the newest version in the package
 SPEC = re.compile(r"memplace-lib(?:/([0-9]+))?(?::(train|test|all))?")
