@@ -34,9 +34,10 @@ and then 73.679 (memplace-lib/10), where the anneals alone had found nothing fro
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 import numpy as np
-import scipy.sparse as sp
 
 from memplace.model import Instance
 from memplace.model.residency import ResidencySolution, simulate, violations
@@ -49,18 +50,38 @@ MIN_SHARE = 0.01  # a large weight: at least this share of the fastest level's c
 US = 1e6
 
 
-class _Columns:
-    """Column names and indices, each added once."""
+@dataclass
+class _Model:
+    """The MILP: its columns (by name: f, r, z, issued, issue, wait, avail; see the module's
+    docstring), which of them are integer, its rows (terms, lower, upper) and its costs."""
 
-    def __init__(self) -> None:
-        self.n = 0
-        self.integer: list[int] = []
+    big: list[int]
+    size: dict[int, int]
+    use: dict[int, int]
+    fast: list[int]
+    n_cols: int = 0
+    integer: list[int] = field(default_factory=list)
+    rows: list[list[tuple[int, float]]] = field(default_factory=list)
+    lower: list[float] = field(default_factory=list)
+    upper: list[float] = field(default_factory=list)
+    cols: dict[str, dict[Any, int]] = field(default_factory=dict)
+    cost: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
-    def add(self, integer: bool = False) -> int:
-        self.n += 1
-        if integer:
-            self.integer.append(self.n - 1)
-        return self.n - 1
+    def add_cols(self, name: str, keys: Iterable[Any], integer: bool = False) -> dict[Any, int]:
+        """One column per key, named `name`."""
+        added = {}
+        for key in keys:
+            added[key] = self.n_cols
+            if integer:
+                self.integer.append(self.n_cols)
+            self.n_cols += 1
+        self.cols[name] = added
+        return added
+
+    def row(self, terms: list[tuple[int, float]], lo: float, hi: float) -> None:
+        self.rows.append(terms)
+        self.lower.append(lo)
+        self.upper.append(hi)
 
 
 def large_weights(inst: Instance) -> list[int]:
@@ -76,56 +97,72 @@ def plan(inst: Instance, ref: ResidencySolution, slow_share: float, time_limit: 
     `time_limit` seconds or the plan is not a valid solution."""
     deadline = time.perf_counter() + time_limit
     slow = inst.n_levels - 1
-    fast = list(range(slow))
-    if not fast or inst.levels[slow].capacity is not None or any(lv.addressed for lv in inst.levels):
+    if slow == 0 or inst.levels[slow].capacity is not None or any(lv.addressed for lv in inst.levels):
         return None  # a bounded last level, or offsets to choose: not this model's
     big = large_weights(inst)
     if not big:
         return None
-    level_data = inst.data["hardware"]["levels"]
-    bandwidth = [float(lv["bandwidth"]) for lv in level_data]
-    channel = float(level_data[slow].get("copy_bandwidth", level_data[slow]["bandwidth"]))
+    model = _formulate(inst, ref, big, slow_share)
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0.1:
+        return None
+    x = _solve(model, seed, remaining)
+    if x is None:
+        return None
+    found = _decode(inst, ref, model, x)
+    if violations(inst, found):
+        return None
+    found.latency = simulate(inst, found)
+    return found
+
+
+def _rates(inst: Instance) -> tuple[list[float], float]:
+    """Each level's bandwidth and the last level's copy bandwidth (bytes per second)."""
+    levels = inst.data["hardware"]["levels"]
+    last = levels[-1]
+    return [float(lv["bandwidth"]) for lv in levels], float(last.get("copy_bandwidth", last["bandwidth"]))
+
+
+def _reference(inst: Instance, ref: ResidencySolution, model: _Model) -> tuple[np.ndarray, np.ndarray]:
+    """The reference's op times (µs) less each large weight's read at the level serving it
+    there, and its load per level and step without the large weights' homes and windows."""
+    slow = inst.n_levels - 1
+    bandwidth, _ = _rates(inst)
+    windows = {win.tensor: win for win in ref.windows
+               if win.tensor in model.size and ref.placement[win.tensor] == slow}
+    base = details(inst, ref).elapsed * US
+    for w in model.big:
+        serving = windows[w].level if w in windows else int(ref.placement[w])
+        base[model.use[w]] -= model.size[w] / bandwidth[serving] * US
+    others = ref.placement.copy()
+    others[model.big] = slow
+    load = load_with_windows(inst, others, [win for win in ref.windows if win.tensor not in model.size])
+    return np.maximum(base, 0.0), load
+
+
+def _formulate(inst: Instance, ref: ResidencySolution, big: list[int], slow_share: float) -> _Model:
+    slow, n = inst.n_levels - 1, inst.n_ops
     size = {w: int(inst.tensors[w]["size"]) for w in big}
     use = {w: int(inst.tensors[w]["accesses"][0][0]) for w in big}
-    windows = {win.tensor: win for win in ref.windows if win.tensor in size and ref.placement[win.tensor] == slow}
-    n = inst.n_ops
-
-    elapsed = details(inst, ref).elapsed * US
-    base = elapsed.copy()
+    m = _Model(big, size, use, list(range(slow)))
+    fast = m.fast
+    base, load = _reference(inst, ref, m)
+    f = m.add_cols("f", [(w, lv) for w in big for lv in fast], integer=True)
+    r = m.add_cols("r", big, integer=True)
+    z = m.add_cols("z", [(w, s, lv) for w in big for s in range(use[w]) for lv in fast], integer=True)
+    issued = m.add_cols("issued", [(w, s, lv) for w in big for s in range(use[w]) for lv in fast])  # at >= s
+    issue = m.add_cols("issue", big)  # the op a window's copy is issued before
+    wait = m.add_cols("wait", range(n))
+    avail = m.add_cols("avail", range(n))
     for w in big:
-        serving = windows[w].level if w in windows else int(ref.placement[w])
-        base[use[w]] -= size[w] / bandwidth[serving] * US
-    base = np.maximum(base, 0.0)
-    others = ref.placement.copy()
-    others[big] = slow
-    load = load_with_windows(inst, others, [win for win in ref.windows if win.tensor not in size])
-
-    cols = _Columns()
-    f = {(w, lv): cols.add(True) for w in big for lv in fast}
-    r = {w: cols.add(True) for w in big}
-    z = {(w, s, lv): cols.add(True) for w in big for s in range(use[w]) for lv in fast}
-    issued = {(w, s, lv): cols.add() for w in big for s in range(use[w]) for lv in fast}  # at >= s
-    issue = {w: cols.add() for w in big}  # the op a window's copy is issued before
-    wait = [cols.add() for _ in range(n)]
-    avail = [cols.add() for _ in range(n)]
-    rows: list[list[tuple[int, float]]] = []
-    lower: list[float] = []
-    upper: list[float] = []
-
-    def row(terms: list[tuple[int, float]], lo: float, hi: float) -> None:
-        rows.append(terms)
-        lower.append(lo)
-        upper.append(hi)
-
-    for w in big:
-        row([(f[w, lv], 1.0) for lv in fast] + [(r[w], 1.0)]
-            + [(z[w, s, lv], 1.0) for s in range(use[w]) for lv in fast], 1.0, 1.0)
+        m.row([(f[w, lv], 1.0) for lv in fast] + [(r[w], 1.0)]
+              + [(z[w, s, lv], 1.0) for s in range(use[w]) for lv in fast], 1.0, 1.0)
         for s in range(use[w]):
             for lv in fast:
                 later = [(issued[w, s + 1, lv], -1.0)] if s + 1 < use[w] else []
-                row([(issued[w, s, lv], 1.0), (z[w, s, lv], -1.0)] + later, 0.0, 0.0)
-        row([(issue[w], 1.0)] + [(issued[w, s, lv], -1.0) for s in range(1, use[w]) for lv in fast],
-            0.0, 0.0)
+                m.row([(issued[w, s, lv], 1.0), (z[w, s, lv], -1.0)] + later, 0.0, 0.0)
+        m.row([(issue[w], 1.0)] + [(issued[w, s, lv], -1.0) for s in range(1, use[w]) for lv in fast],
+              0.0, 0.0)
     for lv in fast:  # capacity: a window of w occupies its level from its issue to u_w
         for k in range(n):
             terms = [(f[w, lv], float(size[w])) for w in big]
@@ -134,73 +171,109 @@ def plan(inst: Instance, ref: ResidencySolution, slow_share: float, time_limit: 
                     terms.append((issued[w, 0, lv], float(size[w])))
                     if k + 1 <= use[w] - 1:
                         terms.append((issued[w, k + 1, lv], -float(size[w])))
-            row(terms, -np.inf, float(inst.capacity[lv] - load[lv, k]))
-    row([(avail[0], 1.0), (wait[0], -1.0)], 0.0, 0.0)
-    reads = {k: [w for w in big if use[w] == k] for k in range(n)}
-    for k in range(n - 1):
+            m.row(terms, -np.inf, float(inst.capacity[lv] - load[lv, k]))
+    _time_rows(inst, m, base)
+    _channel_rows(inst, m)
+    slow_bytes = sum(size[w] for w in big if ref.placement[w] == slow)
+    m.row([(f[w, lv], -float(size[w])) for w in big for lv in fast], -np.inf,
+          slow_share * slow_bytes - sum(size.values()))
+    m.cost = _costs(inst, m)
+    return m
+
+
+def _time_rows(inst: Instance, m: _Model, base: np.ndarray) -> None:
+    """Q_{k+1} = Q_k + the op's time without a direct read + W_{k+1}."""
+    bandwidth, _ = _rates(inst)
+    f, z, wait, avail = m.cols["f"], m.cols["z"], m.cols["wait"], m.cols["avail"]
+    m.row([(avail[0], 1.0), (wait[0], -1.0)], 0.0, 0.0)
+    reads = {k: [w for w in m.big if m.use[w] == k] for k in range(inst.n_ops)}
+    for k in range(inst.n_ops - 1):
         terms = [(avail[k + 1], 1.0), (avail[k], -1.0), (wait[k + 1], -1.0)]
         for w in reads[k]:
-            terms += [(f[w, lv], -size[w] / bandwidth[lv] * US) for lv in fast]
-            terms += [(z[w, s, lv], -size[w] / bandwidth[lv] * US) for s in range(use[w]) for lv in fast]
-        row(terms, base[k], base[k])
-    for j in sorted(set(use.values())):  # copies issued at >= s and due by j move in Q_j - Q_s
-        for s in range(j):
-            terms = [(issued[w, s, lv], size[w] / channel * US) for w in big
-                     if use[w] <= j and s < use[w] for lv in fast]
-            if terms:
-                row(terms + [(avail[j], -1.0), (avail[s], 1.0)], -np.inf, 0.0)
-    order = sorted(big, key=lambda w: use[w])
-    for a, w in enumerate(order):  # first in, first out: windows issued in the order of their uses
-        for v in order[a + 1:]:
-            if use[v] > use[w]:
-                big_m = float(use[w])
-                row([(issue[v], 1.0), (issue[w], -1.0), (r[v], big_m), (r[w], big_m)]
-                    + [(f[x, lv], big_m) for x in (v, w) for lv in fast], 0.0, np.inf)
-    slow_bytes = sum(size[w] for w in big if ref.placement[w] == slow)
-    row([(f[w, lv], -float(size[w])) for w in big for lv in fast], -np.inf,
-        slow_share * slow_bytes - sum(size.values()))
+            terms += [(f[w, lv], -m.size[w] / bandwidth[lv] * US) for lv in m.fast]
+            terms += [(z[w, s, lv], -m.size[w] / bandwidth[lv] * US)
+                      for s in range(m.use[w]) for lv in m.fast]
+        m.row(terms, base[k], base[k])
 
-    cost = np.zeros(cols.n)
-    for w in big:
-        for lv in fast:
-            cost[f[w, lv]] = size[w] / bandwidth[lv] * US
-            for s in range(use[w]):
-                cost[z[w, s, lv]] = size[w] / bandwidth[lv] * US
-        cost[r[w]] = size[w] / bandwidth[slow] * US
-    cost[wait] = 1.0
-    upper_col = np.full(cols.n, np.inf)
-    upper_col[cols.integer] = 1.0
-    upper_col[list(issued.values())] = 1.0
-    remaining = deadline - time.perf_counter()
-    if remaining <= 0.1:
-        return None
-    h = new_highs(1, seed, remaining)
-    h.addVars(cols.n, np.zeros(cols.n), upper_col)
-    h.changeColsCost(cols.n, np.arange(cols.n, dtype=np.int32), cost)
-    matrix = sp.csr_matrix(([v for t in rows for _, v in t],
-                            ([i for i, t in enumerate(rows) for _ in t], [c for t in rows for c, _ in t])),
-                           shape=(len(rows), cols.n))
-    h.addRows(len(rows), np.array(lower), np.array(upper), matrix.nnz,
-              matrix.indptr[:-1].astype(np.int32), matrix.indices.astype(np.int32), matrix.data)
+
+def _channel_rows(inst: Instance, m: _Model) -> None:
+    """One channel, first in, first out: the copies issued at or after op s and due by op j
+    move in Q_j - Q_s, and windows are issued in the order of their uses."""
+    _, channel = _rates(inst)
+    f, r, issued, issue, avail = (m.cols[name] for name in ("f", "r", "issued", "issue", "avail"))
+    for j in sorted(set(m.use.values())):
+        for s in range(j):
+            terms = [(issued[w, s, lv], m.size[w] / channel * US) for w in m.big
+                     if m.use[w] <= j and s < m.use[w] for lv in m.fast]
+            if terms:
+                m.row(terms + [(avail[j], -1.0), (avail[s], 1.0)], -np.inf, 0.0)
+    order = sorted(m.big, key=lambda w: m.use[w])
+    for a, w in enumerate(order):
+        for v in order[a + 1:]:
+            if m.use[v] > m.use[w]:
+                big_m = float(m.use[w])
+                m.row([(issue[v], 1.0), (issue[w], -1.0), (r[v], big_m), (r[w], big_m)]
+                      + [(f[x, lv], big_m) for x in (v, w) for lv in m.fast], 0.0, np.inf)
+
+
+def _costs(inst: Instance, m: _Model) -> np.ndarray:
+    """The latency: the large weights' reads, where they are served, and the waits (µs)."""
+    bandwidth, _ = _rates(inst)
+    slow = inst.n_levels - 1
+    cost = np.zeros(m.n_cols)
+    for w in m.big:
+        for lv in m.fast:
+            cost[m.cols["f"][w, lv]] = m.size[w] / bandwidth[lv] * US
+            for s in range(m.use[w]):
+                cost[m.cols["z"][w, s, lv]] = m.size[w] / bandwidth[lv] * US
+        cost[m.cols["r"][w]] = m.size[w] / bandwidth[slow] * US
+    cost[list(m.cols["wait"].values())] = 1.0
+    return cost
+
+
+def _solve(m: _Model, seed: int, time_limit: float) -> np.ndarray | None:
+    """HiGHS's best point in `time_limit` seconds, or None when it found none."""
     import highspy
-    integer = np.array(cols.integer, dtype=np.int32)
+    upper = np.full(m.n_cols, np.inf)
+    upper[m.integer] = 1.0
+    upper[list(m.cols["issued"].values())] = 1.0
+    h = new_highs(1, seed, time_limit)
+    h.addVars(m.n_cols, np.zeros(m.n_cols), upper)
+    h.changeColsCost(m.n_cols, np.arange(m.n_cols, dtype=np.int32), m.cost)
+    starts, indices, values = _csr(m.rows)
+    h.addRows(len(m.rows), np.array(m.lower), np.array(m.upper), len(indices), starts, indices, values)
+    integer = np.array(m.integer, dtype=np.int32)
     h.changeColsIntegrality(len(integer), integer, np.full(len(integer), highspy.HighsVarType.kInteger))
     h.run()
     if h.getInfo().primal_solution_status != 2:  # no feasible point found
         return None
-    x = np.asarray(h.getSolution().col_value)
+    return np.asarray(h.getSolution().col_value)
+
+
+def _csr(rows: list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row starts, column indices (increasing within a row) and values of `rows`, whose
+    terms name distinct columns."""
+    starts = np.zeros(len(rows), np.int32)
+    indices, values = [], []
+    for i, terms in enumerate(rows):
+        starts[i] = len(indices)
+        for col, value in sorted(terms):
+            indices.append(col)
+            values.append(value)
+    return starts, np.array(indices, np.int32), np.array(values, np.float64)
+
+
+def _decode(inst: Instance, ref: ResidencySolution, m: _Model, x: np.ndarray) -> ResidencySolution:
+    """The reference with the plan's homes and prefetch windows for the large weights."""
+    slow = inst.n_levels - 1
     placement = ref.placement.copy()
-    out = [win for win in ref.windows if win.tensor not in size]
-    for w in big:
+    out = [win for win in ref.windows if win.tensor not in m.size]
+    for w in m.big:
         placement[w] = slow
-        for lv in fast:
-            if x[f[w, lv]] > 0.5:
+        for lv in m.fast:
+            if x[m.cols["f"][w, lv]] > 0.5:
                 placement[w] = lv
-            for s in range(use[w]):
-                if x[z[w, s, lv]] > 0.5:
-                    out.append(Window(w, lv, s, use[w], use[w]))
-    found = ResidencySolution(ref.instance, placement, ref.offsets, tuple(out))
-    if violations(inst, found):
-        return None
-    found.latency = simulate(inst, found)
-    return found
+            for s in range(m.use[w]):
+                if x[m.cols["z"][w, s, lv]] > 0.5:
+                    out.append(Window(w, lv, s, m.use[w], m.use[w]))
+    return ResidencySolution(ref.instance, placement, ref.offsets, tuple(out))
