@@ -13,3 +13,8 @@ from hypothesis import settings
 settings.register_profile("repeatable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+# A command a test runs in a subprocess prints the Python traceback of every thread if it
+# dies of a native crash: the intermittent `munmap_chunk(): invalid pointer` abort of a
+# process that compiled the Numba kernels (docs/residency-scale.md) then shows where it was.
+os.environ.setdefault("PYTHONFAULTHANDLER", "1")
