@@ -48,14 +48,14 @@ class BoxLP:
         return replace(self, rlo=rlo, rhi=rhi, r=np.concatenate(r), c=np.concatenate(c),
                        v=np.concatenate(v))
 
-    def highs_lp(self) -> Any:
+    def highs_lp(self, integral: bool = False) -> Any:
         """The LP as a `highspy.HighsLp` (column-wise, the entries of a column by row;
-        integrality dropped)."""
+        integrality dropped unless `integral`, which keeps `integer`'s columns integer)."""
         order = np.lexsort((self.r, self.c))
         start = np.zeros(self.cost.size + 1, np.int64)
         np.cumsum(np.bincount(self.c, minlength=self.cost.size), out=start[1:])
         return column_lp(self.cost, self.lo, self.hi, self.rlo, self.rhi, start, self.r[order],
-                         self.v[order], None, relax=True)
+                         self.v[order], self.integer, relax=not integral)
 
 
 class Rows:

@@ -33,6 +33,7 @@ and then 73.679 (memplace-lib/10), where the anneals alone had found nothing fro
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -44,6 +45,7 @@ from memplace.model.residency import ResidencySolution, simulate, violations
 from memplace.model.residency.simulation import details
 from memplace.model.residency.solution import Window
 from memplace.model.residency.validation import load_with_windows
+from memplace.solvers.box_lp import Rows
 from memplace.solvers.highs import new_highs
 
 MIN_SHARE = 0.01  # a large weight: at least this share of the fastest level's capacity
@@ -52,36 +54,24 @@ US = 1e6
 
 @dataclass
 class _Model:
-    """The MILP: its columns (by name: f, r, z, issued, issue, wait, avail; see the module's
-    docstring), which of them are integer, its rows (terms, lower, upper) and its costs."""
+    """The MILP (`lp`, built by `box_lp.Rows`) and its columns by name: f, r, z, issued,
+    issue, wait, avail (see the module's docstring)."""
 
     big: list[int]
     size: dict[int, int]
     use: dict[int, int]
     fast: list[int]
-    n_cols: int = 0
-    integer: list[int] = field(default_factory=list)
-    rows: list[list[tuple[int, float]]] = field(default_factory=list)
-    lower: list[float] = field(default_factory=list)
-    upper: list[float] = field(default_factory=list)
+    lp: Rows = field(default_factory=Rows)
     cols: dict[str, dict[Any, int]] = field(default_factory=dict)
-    cost: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
-    def add_cols(self, name: str, keys: Iterable[Any], integer: bool = False) -> dict[Any, int]:
-        """One column per key, named `name`."""
-        added = {}
-        for key in keys:
-            added[key] = self.n_cols
-            if integer:
-                self.integer.append(self.n_cols)
-            self.n_cols += 1
-        self.cols[name] = added
-        return added
+    def add_cols(self, name: str, keys: Iterable[Any], integer: bool = False,
+                 hi: float = math.inf) -> dict[Any, int]:
+        """One column per key, named `name` (0 or 1 when `integer`)."""
+        self.cols[name] = {key: self.lp.col(0.0, 1.0 if integer else hi, integer=integer) for key in keys}
+        return self.cols[name]
 
     def row(self, terms: list[tuple[int, float]], lo: float, hi: float) -> None:
-        self.rows.append(terms)
-        self.lower.append(lo)
-        self.upper.append(hi)
+        self.lp.row(terms, lo, hi)
 
 
 def large_weights(inst: Instance) -> list[int]:
@@ -116,24 +106,16 @@ def plan(inst: Instance, ref: ResidencySolution, slow_share: float, time_limit: 
     return found
 
 
-def _rates(inst: Instance) -> tuple[list[float], float]:
-    """Each level's bandwidth and the last level's copy bandwidth (bytes per second)."""
-    levels = inst.data["hardware"]["levels"]
-    last = levels[-1]
-    return [float(lv["bandwidth"]) for lv in levels], float(last.get("copy_bandwidth", last["bandwidth"]))
-
-
 def _reference(inst: Instance, ref: ResidencySolution, model: _Model) -> tuple[np.ndarray, np.ndarray]:
     """The reference's op times (µs) less each large weight's read at the level serving it
     there, and its load per level and step without the large weights' homes and windows."""
     slow = inst.n_levels - 1
-    bandwidth, _ = _rates(inst)
     windows = {win.tensor: win for win in ref.windows
                if win.tensor in model.size and ref.placement[win.tensor] == slow}
     base = details(inst, ref).elapsed * US
     for w in model.big:
         serving = windows[w].level if w in windows else int(ref.placement[w])
-        base[model.use[w]] -= model.size[w] / bandwidth[serving] * US
+        base[model.use[w]] -= model.size[w] / inst.bandwidth[serving] * US
     others = ref.placement.copy()
     others[model.big] = slow
     load = load_with_windows(inst, others, [win for win in ref.windows if win.tensor not in model.size])
@@ -150,7 +132,8 @@ def _formulate(inst: Instance, ref: ResidencySolution, big: list[int], slow_shar
     f = m.add_cols("f", [(w, lv) for w in big for lv in fast], integer=True)
     r = m.add_cols("r", big, integer=True)
     z = m.add_cols("z", [(w, s, lv) for w in big for s in range(use[w]) for lv in fast], integer=True)
-    issued = m.add_cols("issued", [(w, s, lv) for w in big for s in range(use[w]) for lv in fast])  # at >= s
+    issued = m.add_cols("issued", [(w, s, lv) for w in big for s in range(use[w]) for lv in fast],
+                        hi=1.0)  # at >= s
     issue = m.add_cols("issue", big)  # the op a window's copy is issued before
     wait = m.add_cols("wait", range(n))
     avail = m.add_cols("avail", range(n))
@@ -177,21 +160,20 @@ def _formulate(inst: Instance, ref: ResidencySolution, big: list[int], slow_shar
     slow_bytes = sum(size[w] for w in big if ref.placement[w] == slow)
     m.row([(f[w, lv], -float(size[w])) for w in big for lv in fast], -np.inf,
           slow_share * slow_bytes - sum(size.values()))
-    m.cost = _costs(inst, m)
+    _costs(inst, m)
     return m
 
 
 def _time_rows(inst: Instance, m: _Model, base: np.ndarray) -> None:
     """Q_{k+1} = Q_k + the op's time without a direct read + W_{k+1}."""
-    bandwidth, _ = _rates(inst)
     f, z, wait, avail = m.cols["f"], m.cols["z"], m.cols["wait"], m.cols["avail"]
     m.row([(avail[0], 1.0), (wait[0], -1.0)], 0.0, 0.0)
     reads = {k: [w for w in m.big if m.use[w] == k] for k in range(inst.n_ops)}
     for k in range(inst.n_ops - 1):
         terms = [(avail[k + 1], 1.0), (avail[k], -1.0), (wait[k + 1], -1.0)]
         for w in reads[k]:
-            terms += [(f[w, lv], -m.size[w] / bandwidth[lv] * US) for lv in m.fast]
-            terms += [(z[w, s, lv], -m.size[w] / bandwidth[lv] * US)
+            terms += [(f[w, lv], -m.size[w] / inst.bandwidth[lv] * US) for lv in m.fast]
+            terms += [(z[w, s, lv], -m.size[w] / inst.bandwidth[lv] * US)
                       for s in range(m.use[w]) for lv in m.fast]
         m.row(terms, base[k], base[k])
 
@@ -199,11 +181,10 @@ def _time_rows(inst: Instance, m: _Model, base: np.ndarray) -> None:
 def _channel_rows(inst: Instance, m: _Model) -> None:
     """One channel, first in, first out: the copies issued at or after op s and due by op j
     move in Q_j - Q_s, and windows are issued in the order of their uses."""
-    _, channel = _rates(inst)
     f, r, issued, issue, avail = (m.cols[name] for name in ("f", "r", "issued", "issue", "avail"))
     for j in sorted(set(m.use.values())):
         for s in range(j):
-            terms = [(issued[w, s, lv], m.size[w] / channel * US) for w in m.big
+            terms = [(issued[w, s, lv], m.size[w] / inst.copy_bandwidth[-1] * US) for w in m.big
                      if m.use[w] <= j and s < m.use[w] for lv in m.fast]
             if terms:
                 m.row(terms + [(avail[j], -1.0), (avail[s], 1.0)], -np.inf, 0.0)
@@ -216,51 +197,27 @@ def _channel_rows(inst: Instance, m: _Model) -> None:
                       + [(f[x, lv], big_m) for x in (v, w) for lv in m.fast], 0.0, np.inf)
 
 
-def _costs(inst: Instance, m: _Model) -> np.ndarray:
+def _costs(inst: Instance, m: _Model) -> None:
     """The latency: the large weights' reads, where they are served, and the waits (µs)."""
-    bandwidth, _ = _rates(inst)
-    slow = inst.n_levels - 1
-    cost = np.zeros(m.n_cols)
+    cost = m.lp.cost
     for w in m.big:
         for lv in m.fast:
-            cost[m.cols["f"][w, lv]] = m.size[w] / bandwidth[lv] * US
+            cost[m.cols["f"][w, lv]] = m.size[w] / inst.bandwidth[lv] * US
             for s in range(m.use[w]):
-                cost[m.cols["z"][w, s, lv]] = m.size[w] / bandwidth[lv] * US
-        cost[m.cols["r"][w]] = m.size[w] / bandwidth[slow] * US
-    cost[list(m.cols["wait"].values())] = 1.0
-    return cost
+                cost[m.cols["z"][w, s, lv]] = m.size[w] / inst.bandwidth[lv] * US
+        cost[m.cols["r"][w]] = m.size[w] / inst.bandwidth[-1] * US
+    for col in m.cols["wait"].values():
+        cost[col] = 1.0
 
 
 def _solve(m: _Model, seed: int, time_limit: float) -> np.ndarray | None:
     """HiGHS's best point in `time_limit` seconds, or None when it found none."""
-    import highspy
-    upper = np.full(m.n_cols, np.inf)
-    upper[m.integer] = 1.0
-    upper[list(m.cols["issued"].values())] = 1.0
     h = new_highs(1, seed, time_limit)
-    h.addVars(m.n_cols, np.zeros(m.n_cols), upper)
-    h.changeColsCost(m.n_cols, np.arange(m.n_cols, dtype=np.int32), m.cost)
-    starts, indices, values = _csr(m.rows)
-    h.addRows(len(m.rows), np.array(m.lower), np.array(m.upper), len(indices), starts, indices, values)
-    integer = np.array(m.integer, dtype=np.int32)
-    h.changeColsIntegrality(len(integer), integer, np.full(len(integer), highspy.HighsVarType.kInteger))
+    h.passModel(m.lp.arrays().highs_lp(integral=True))
     h.run()
     if h.getInfo().primal_solution_status != 2:  # no feasible point found
         return None
     return np.asarray(h.getSolution().col_value)
-
-
-def _csr(rows: list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row starts, column indices (increasing within a row) and values of `rows`, whose
-    terms name distinct columns."""
-    starts = np.zeros(len(rows), np.int32)
-    indices, values = [], []
-    for i, terms in enumerate(rows):
-        starts[i] = len(indices)
-        for col, value in sorted(terms):
-            indices.append(col)
-            values.append(value)
-    return starts, np.array(indices, np.int32), np.array(values, np.float64)
 
 
 def _decode(inst: Instance, ref: ResidencySolution, m: _Model, x: np.ndarray) -> ResidencySolution:
