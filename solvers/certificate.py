@@ -191,9 +191,7 @@ def _lp(instance: Instance, model: str) -> tuple[Any, float, float]:
         return lp, 1.0 / form.scale, form.offset * form.scale
     if model == "residency-relaxation":
         rel = relaxation.formulate(instance, binary_starts=False, binary_holds=False)
-        lp = relaxation.highs_lp(rel)
-        lp.integrality_ = []
-        return lp, rel.scale, 0.0
+        return rel.builder.arrays().highs_lp(), rel.scale, 0.0
     raise ValueError(f"unknown LP model {model!r}; known: {', '.join(LP_MODELS)}")
 
 

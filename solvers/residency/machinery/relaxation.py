@@ -97,7 +97,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memplace.model import Instance, latency
-from memplace.solvers.highs import column_lp, new_highs, run
+from memplace.solvers.highs import new_highs, run
 from memplace.solvers.box_lp import BoxLP, Rows
 
 INF = math.inf
@@ -470,22 +470,6 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
     return Relaxation(inst, f.scale, b, f.x, f.s, f.prefetch, f.lo_of, f.evict, f.starts, stats)
 
 
-def highs_lp(model: Relaxation):
-    """The model as a highspy HighsLp."""
-    b = model.builder
-    n_cols = len(b.lo)
-    rows = np.asarray(b.r, np.int64)
-    cols = np.asarray(b.c, np.int64)
-    vals = np.asarray(b.v, np.float64)
-    order = np.lexsort((rows, cols))
-    rows, cols, vals = rows[order], cols[order], vals[order]
-    start = np.zeros(n_cols + 1, np.int64)
-    np.cumsum(np.bincount(cols, minlength=n_cols), out=start[1:])
-    return column_lp(np.asarray(b.cost, np.float64), np.asarray(b.lo, np.float64),
-                     np.asarray(b.hi, np.float64), np.asarray(b.rlo, np.float64),
-                     np.asarray(b.rhi, np.float64), start, rows, vals, b.integer)
-
-
 # HiGHS's dual bound is proven up to its feasibility tolerances: the bound reported is
 # lowered by this relative margin so rounding can never lift it above a true latency.
 BOUND_MARGIN = 1e-6
@@ -517,7 +501,7 @@ def solve_relaxation(model: Relaxation, time_limit: float | None, gap: float = 1
     h = new_highs(threads, seed, time_limit)
     h.setOptionValue("mip_rel_gap", float(gap))
     h.setOptionValue("presolve_mode", PRESOLVE_MODES[presolve])
-    h.passModel(highs_lp(model))
+    h.passModel(model.builder.arrays().highs_lp(integral=True))
     seconds = run(h, should_stop)
     status = h.modelStatusToString(h.getModelStatus())
     info = h.getInfo()
