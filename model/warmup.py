@@ -55,18 +55,35 @@ def warm_static() -> None:
 
 def warm_residency() -> None:
     """The residency simulator's kernels: a full run, a batch, and a one-window change
-    tried, kept, tried again and undone."""
-    import numpy as np
+    tried, kept, tried again (an eviction) and undone, on `residency_case`'s solutions."""
+    from memplace.model.residency import Simulation, simulate_batch
 
-    from memplace.model.instance import Instance
-    from memplace.model.residency import Simulation, Window, simulate_batch
-
-    inst = Instance.from_dict(tiny_instance_dict())
-    place = np.zeros(inst.n_tensors, np.int64)
-    window = Window(tensor=2, level=0, start=1, first=1, last=2, offset=0)
+    inst, place, window, evicted = residency_case()
     simulate_batch(inst, place, [[], [window]])
     sim = Simulation(inst, place, [])
     sim.try_change(0, window)
     sim.accept()
-    sim.try_change(0, Window(tensor=2, level=0, start=1, first=1, last=1, offset=0, evict=(2, 3)))
+    sim.try_change(1, evicted)
     sim.reject()
+
+
+def residency_case():
+    """The tiny instance with "a" read again by the last op, every tensor homed in DRAM,
+    a defining window of "b" and an evicted one of "a": each window set the
+    warmup simulates is a valid solution (section 10; a test checks). The kernels index
+    their arrays by a window's ops unchecked: the warmup's eviction was once due at op 3
+    of these three ops, an invalid window whose try wrote past the end of an array
+    (`due_count[3]`), a heap corruption in every process that warmed up."""
+    import numpy as np
+
+    from memplace.model.instance import Instance
+    from memplace.model.residency import Window
+
+    data = tiny_instance_dict()
+    data["workload"]["tensors"][1]["accesses"].append([2, 32])
+    inst = Instance.from_dict(data)
+    place = np.ones(inst.n_tensors, np.int64)
+    window = Window(tensor=2, level=0, start=1, first=1, last=2, offset=0)
+    # producer 0 < issue 1 < due 2 <= the last op of "a"; held over ops 0-1, beside b's
+    evicted = Window(tensor=1, level=0, start=0, first=0, last=1, offset=32, evict=(1, 2))
+    return inst, place, window, evicted

@@ -78,11 +78,35 @@ def window_row(w: Window | None) -> tuple[int, ...]:
     return (w.tensor, w.level, w.start, w.first, w.last, issue, due)
 
 
-def window_arrays(windows: Sequence[Window | None]) -> WindowArrays:
-    """Windows as columns, one `window_row` each."""
+def window_arrays(instance: Instance, windows: Sequence[Window | None]) -> WindowArrays:
+    """Windows as columns, one `window_row` each, every index in range (`in_range`)."""
     rows = [window_row(w) for w in windows]
     cols = np.array(rows, np.int64).reshape(len(rows), 7).T
+    in_range(instance, cols, windows)
     return WindowArrays(*(np.ascontiguousarray(c) for c in cols))
+
+
+def in_range(instance: Instance, cols: np.ndarray, windows: Sequence[Window | None]) -> None:
+    """Refuse (ValueError, naming the first such window) a window whose tensor, level or
+    op is outside the instance: the kernels index their arrays by them unchecked, and an
+    eviction due at op n (one past the last) wrote past the end of `due_count`. `cols` is
+    7 x len(windows), `window_row`s as columns; an empty slot (a row of -1) passes. Only
+    the ranges are checked, the memory the kernels touch; whether a window is valid is
+    section 10's (`validate`)."""
+    if cols.shape[1] == 0:
+        return
+    n, T, L = instance.n_ops, instance.n_tensors, instance.n_levels
+    tensor, level, start, first, last, issue, due = cols
+    empty = tensor == -1
+    evicted = (issue != -1) | (due != -1)
+    ops = np.stack([start, first, last])
+    bad = ~empty & ((tensor < 0) | (tensor >= T) | (level < 0) | (level >= L)
+                    | (ops < 0).any(axis=0) | (ops >= n).any(axis=0)
+                    | (evicted & ((issue < 0) | (issue >= n) | (due < 0) | (due >= n))))
+    if bad.any():
+        w = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"window {w} ({windows[w]}) is outside the instance: tensors 0..{T - 1}, "
+                         f"levels 0..{L - 1}, ops 0..{n - 1}")
 
 
 def empty_enc(instance: Instance, slots: int) -> Enc:
@@ -102,7 +126,7 @@ def encode(instance: Instance, placement: np.ndarray, windows: Sequence[Window |
     i = instance
     enc = empty_enc(i, len(windows) if slots is None else slots)
     kernels.encode_kernel(np.ascontiguousarray(placement, np.int64), i.tensor_ptr, i.tensor_access,
-                          i.access_op, i.op_tensor, i.size, i.n_ops, *window_arrays(windows), enc)
+                          i.access_op, i.op_tensor, i.size, i.n_ops, *window_arrays(i, windows), enc)
     return enc
 
 

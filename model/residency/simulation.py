@@ -16,8 +16,9 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import kernels, reference
-from memplace.model.residency.encoding import (Enc, State, empty_checkpoints, encode, initial_state,
-                                               no_checkpoints, sim_of, window_arrays, window_row)
+from memplace.model.residency.encoding import (Enc, State, empty_checkpoints, encode, in_range,
+                                               initial_state, no_checkpoints, sim_of, window_arrays,
+                                               window_row)
 from memplace.model.residency.solution import ResidencySolution, Window
 
 _EMPTY = np.zeros(0)
@@ -47,7 +48,7 @@ def simulate_batch(instance: Instance, placement: np.ndarray,
     all_windows = [w for ws in window_sets for w in ws]
     ptr = np.zeros(len(window_sets) + 1, np.int64)
     np.cumsum([len(ws) for ws in window_sets], out=ptr[1:])
-    wa = window_arrays(all_windows)
+    wa = window_arrays(i, all_windows)
     enc = encode(i, place, [], slots=max((len(ws) for ws in window_sets), default=0))
     ck = no_checkpoints(i)
     out = np.empty(len(window_sets))
@@ -141,6 +142,8 @@ class Simulation:
         """Latency with window `slot` replaced by `window` (pending until accept/reject)."""
         if self._pending is not None:
             self.reject()
+        new = _row(window)
+        in_range(self.instance, new.reshape(7, 1), [window])
         if slot == len(self.windows):
             self.windows.append(None)
         old = self.windows[slot]
@@ -152,7 +155,7 @@ class Simulation:
         i, st = self.instance, self.state
         lat = float(kernels.try_change_kernel(self.sim, self.enc, st, self.ck, self.scratch, self.K,
                                               self.placement, i.tensor_ptr, i.tensor_access,
-                                              i.access_op, i.size, slot, _row(old), _row(window),
+                                              i.access_op, i.size, slot, _row(old), new,
                                               self.shift, self.latency))
         c0 = min(w.start for w in (old, window) if w is not None) // self.K
         self.windows[slot] = window

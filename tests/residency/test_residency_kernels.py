@@ -268,3 +268,38 @@ def test_a_moved_prefetch_start_meets_the_old_run_before_its_first_use():
                 sim.reject()
         assert close(sim.latency, simulate(inst, _sol(inst, place, windows)))
     assert early > 0
+
+
+def test_the_warmups_windows_are_valid_solutions():
+    """The warmup runs the kernels in every process that loads them; an invalid window
+    there (an eviction due one op past the last) once wrote past the end of an array."""
+    from memplace.model.residency import validate
+    from memplace.model.warmup import residency_case
+    inst, place, window, evicted = residency_case()
+    assert evicted.evict is not None
+    offsets = np.full(inst.n_tensors, -1)  # homes in DRAM, not addressed
+    for windows in ([window], [window, evicted]):
+        assert validate(inst, ResidencySolution(inst.name, place, offsets, tuple(windows))).valid, windows
+
+
+def test_a_window_outside_the_instance_is_refused_before_any_kernel_sees_it():
+    from memplace.model.warmup import residency_case
+    inst, place, window, _ = residency_case()
+    n = inst.n_ops
+    outside = [Window(tensor=1, level=0, start=0, first=0, last=1, evict=(1, n)),  # due past the end
+               Window(tensor=2, level=0, start=1, first=1, last=n),
+               Window(tensor=inst.n_tensors, level=0, start=1, first=1, last=1),
+               Window(tensor=2, level=inst.n_levels, start=1, first=1, last=1),
+               Window(tensor=2, level=0, start=-1, first=1, last=1)]
+    sim = Simulation(inst, place, [window])
+    before = sim.latency
+    for bad in outside:
+        for attempt in (lambda: sim.try_change(1, bad), lambda: simulate_batch(inst, place, [[window, bad]]),
+                        lambda: Simulation(inst, place, [bad])):
+            try:
+                attempt()
+            except ValueError as exc:
+                assert "window" in str(exc) and "outside the instance" in str(exc)
+            else:
+                raise AssertionError(f"{bad} was simulated")
+    assert sim.try_change(0, None) <= before and sim.windows[1:] == []
