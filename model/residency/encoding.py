@@ -79,34 +79,28 @@ def window_row(w: Window | None) -> tuple[int, ...]:
 
 
 def window_arrays(instance: Instance, windows: Sequence[Window | None]) -> WindowArrays:
-    """Windows as columns, one `window_row` each, every index in range (`in_range`)."""
-    rows = [window_row(w) for w in windows]
+    """Windows as columns, one `checked_row` each."""
+    rows = [checked_row(instance, w, k) for k, w in enumerate(windows)]
     cols = np.array(rows, np.int64).reshape(len(rows), 7).T
-    in_range(instance, cols, windows)
     return WindowArrays(*(np.ascontiguousarray(c) for c in cols))
 
 
-def in_range(instance: Instance, cols: np.ndarray, windows: Sequence[Window | None]) -> None:
-    """Refuse (ValueError, naming the first such window) a window whose tensor, level or
-    op is outside the instance: the kernels index their arrays by them unchecked, and an
-    eviction due at op n (one past the last) wrote past the end of `due_count`. `cols` is
-    7 x len(windows), `window_row`s as columns; an empty slot (a row of -1) passes. Only
-    the ranges are checked, the memory the kernels touch; whether a window is valid is
-    section 10's (`validate`)."""
-    if cols.shape[1] == 0:
-        return
+def checked_row(instance: Instance, w: Window | None, index: int) -> tuple[int, ...]:
+    """`window_row(w)`, refused (ValueError, naming window `index`) when its tensor, level
+    or an op is outside the instance: the kernels index their arrays by them unchecked,
+    and an eviction due at op n (one past the last) wrote past the end of `due_count`. An
+    empty slot (a row of -1) passes. Only the ranges are checked, the memory the kernels
+    touch; whether a window is valid is section 10's (`validate`). Plain comparisons, not
+    NumPy: `Simulation.try_change` checks each window it is given (0.3 µs a row)."""
+    row = window_row(w)
+    tensor, level, start, first, last, issue, due = row
     n, T, L = instance.n_ops, instance.n_tensors, instance.n_levels
-    tensor, level, start, first, last, issue, due = cols
-    empty = tensor == -1
-    evicted = (issue != -1) | (due != -1)
-    ops = np.stack([start, first, last])
-    bad = ~empty & ((tensor < 0) | (tensor >= T) | (level < 0) | (level >= L)
-                    | (ops < 0).any(axis=0) | (ops >= n).any(axis=0)
-                    | (evicted & ((issue < 0) | (issue >= n) | (due < 0) | (due >= n))))
-    if bad.any():
-        w = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"window {w} ({windows[w]}) is outside the instance: tensors 0..{T - 1}, "
-                         f"levels 0..{L - 1}, ops 0..{n - 1}")
+    if (tensor == -1 or (0 <= tensor < T and 0 <= level < L and 0 <= start < n and 0 <= first < n
+                         and 0 <= last < n
+                         and ((issue == -1 and due == -1) or (0 <= issue < n and 0 <= due < n)))):
+        return row
+    raise ValueError(f"window {index} ({w}) is outside the instance: tensors 0..{T - 1}, "
+                     f"levels 0..{L - 1}, ops 0..{n - 1}")
 
 
 def empty_enc(instance: Instance, slots: int) -> Enc:

@@ -16,7 +16,7 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import kernels, reference
-from memplace.model.residency.encoding import (Enc, State, empty_checkpoints, encode, in_range,
+from memplace.model.residency.encoding import (Enc, State, checked_row, empty_checkpoints, encode,
                                                initial_state, no_checkpoints, sim_of, window_arrays,
                                                window_row)
 from memplace.model.residency.solution import ResidencySolution, Window
@@ -142,8 +142,7 @@ class Simulation:
         """Latency with window `slot` replaced by `window` (pending until accept/reject)."""
         if self._pending is not None:
             self.reject()
-        new = _row(window)
-        in_range(self.instance, new.reshape(7, 1), [window])
+        new = np.array(checked_row(self.instance, window, slot), np.int64)
         if slot == len(self.windows):
             self.windows.append(None)
         old = self.windows[slot]
