@@ -7,7 +7,9 @@ small constant per output element (`ELEMENTWISE`), the same constants as
 layer norm 8, GELU 8, its erf decomposition Div+Erf+Add+Mul+Mul = 1+4+1+1+1 = 8,
 swish Sigmoid+Mul = 4+1 = 5); pooling one flop per window element and output
 element (global pooling and reductions: one per input element); data movement
-(transpose, gather, slice, concat, pad, ...) 0.
+(transpose, gather, slice, concat, pad, ...) 0. Recurrent layers (`RNN`, `GRU`, `LSTM`)
+count their two products per step, gate and direction and their default activations and
+gate arithmetic per hidden unit (`RECURRENT`).
 """
 from __future__ import annotations
 
@@ -112,6 +114,26 @@ def _attention(node, ins, outs) -> float:
     return 2.0 * _prod(q) * keys + 5.0 * scores + 2.0 * _prod(outs[0]) * keys
 
 
+# ONNX's recurrent ops: gates G and, per hidden unit and step, the flops of their default
+# activations (Sigmoid and Tanh 4 each, as ELEMENTWISE) plus the gate arithmetic:
+# LSTM: sigmoid i, f, o, tanh g and tanh(c) = 20, c = f*c + i*g and h = o*tanh(c) = 4;
+# GRU: sigmoid z, r, tanh h~ = 12, r*(Rh), (1 - z)*h~ + z*h = 5; RNN: tanh = 4.
+RECURRENT: dict[str, tuple[int, float]] = {"LSTM": (4, 24.0), "GRU": (3, 17.0), "RNN": (1, 4.0)}
+
+
+def _recurrent(node, ins, outs) -> float:
+    """X [seq, batch, input] (`layout` 1: [batch, seq, input]), W [directions, G*hidden,
+    input], R [directions, G*hidden, hidden]: every step of every direction multiplies the
+    input by W and the previous hidden state by R (biases folded into the accumulators are
+    free, as for Conv), then applies the gates (`RECURRENT`)."""
+    x, w, r = ins[0], ins[1], ins[2]
+    steps, batch = (x[1], x[0]) if _attr(node, "layout", 0) else (x[0], x[1])
+    directions, gated, width = w
+    hidden = r[-1]
+    per_unit = RECURRENT[node.op_type][1]
+    return float(steps * batch * directions * (2 * gated * (width + hidden) + per_unit * hidden))
+
+
 def _window_pool(node, ins, outs) -> float:
     return float(_prod(outs[0]) * _prod(_attr(node, "kernel_shape", [1])))
 
@@ -119,6 +141,7 @@ def _window_pool(node, ins, outs) -> float:
 FORMULAS: dict[str, Callable[[onnx.NodeProto, list[Shape], list[Shape]], float]] = {
     "Conv": _conv, "ConvInteger": _conv, "QLinearConv": lambda n, i, o: _conv(n, [i[0], i[3]], o),
     "ConvTranspose": _conv_transpose, "Attention": _attention,
+    **dict.fromkeys(RECURRENT, _recurrent),
     # x * cos + rotate(x) * sin per element of the rotated part (opset 23)
     "RotaryEmbedding": lambda n, i, o: 3.0 * _prod(o[0]), "MatMul": _matmul, "MatMulInteger": _matmul,
     "QLinearMatMul": lambda n, i, o: _matmul(n, [i[0]], o), "Gemm": _gemm, "Einsum": _einsum,

@@ -1,6 +1,7 @@
 """ONNX import of what the zoo's unseen architectures brought (docs/zoo.md, "Unseen
 architectures"): opset-23 fused attention and rotary embeddings counted by formula, and
-an empty dimension (a decode step's empty key/value cache) accepted as the fixed size it is."""
+an empty dimension (a decode step's empty key/value cache) accepted as the fixed size it is;
+and from the second round, recurrent layers (LSTM, GRU, RNN) counted by formula."""
 from __future__ import annotations
 
 import warnings
@@ -53,6 +54,30 @@ def test_fused_attention_on_3d_inputs_reads_the_heads_from_its_attribute():
                             _vi("v", F, [1, 5, 32])], [_vi("y", F, None)])
     (op,) = _import(model)["workload"]["ops"]
     assert op["flops"] == 2 * 192 * 5 + 5 * 12 * 5 + 2 * 192 * 5
+
+
+def _recurrent_model(op_type, gates, steps, batch, width, hidden, directions=1, layout=0):
+    x = [steps, batch, width] if layout == 0 else [batch, steps, width]
+    weights = [numpy_helper.from_array(np.zeros((directions, gates * hidden, n), np.float32), name)
+               for name, n in (("W", width), ("R", hidden))]
+    node = helper.make_node(op_type, ["x", "W", "R"], ["y"], name="rnn", hidden_size=hidden,
+                            direction="bidirectional" if directions == 2 else "forward",
+                            layout=layout)
+    return _model([node], [_vi("x", F, x)], [_vi("y", F, None)], weights, opset=14)
+
+
+def test_recurrent_layers_count_both_products_and_their_gates_per_step_and_direction():
+    # per step, direction and batch row: 2 * G*hidden * (input + hidden), plus per hidden
+    # unit LSTM 24, GRU 17, RNN 4 (docs in memplace.instances.onnx.flops.RECURRENT)
+    for op_type, gates, per_unit in (("LSTM", 4, 24), ("GRU", 3, 17), ("RNN", 1, 4)):
+        (op,) = _import(_recurrent_model(op_type, gates, 7, 2, 10, 6))["workload"]["ops"]
+        assert op["type"] == op_type.lower()
+        assert op["flops"] == 7 * 2 * (2 * gates * 6 * (10 + 6) + per_unit * 6), op_type
+    # a bidirectional LSTM doubles it; layout 1 reads [batch, seq, input]
+    (op,) = _import(_recurrent_model("LSTM", 4, 7, 2, 10, 6, directions=2))["workload"]["ops"]
+    assert op["flops"] == 2 * 7 * 2 * (2 * 4 * 6 * 16 + 24 * 6)
+    (op,) = _import(_recurrent_model("GRU", 3, 7, 2, 10, 6, layout=1))["workload"]["ops"]
+    assert op["flops"] == 7 * 2 * (2 * 3 * 6 * 16 + 17 * 6)
 
 
 def test_rotary_embedding_is_three_flops_per_element():
