@@ -202,6 +202,11 @@ def latest() -> int:
     return found[-1]
 
 
+# the version a library of a user's own folder carries (`memplace lib add --lib FOLDER`):
+# never one of the package's, so no pinned hash is checked against it
+USER_VERSION = 0
+
+
 def is_spec(text: str) -> bool:
     """Whether `text` names a library (`memplace-lib`, `memplace-lib/N`, with a split or not)."""
     return bool(SPEC.fullmatch(text))

@@ -1,0 +1,38 @@
+"""`memplace lib add --lib FOLDER`: a library of a user's own, started where none is."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from memplace.cli.main import main
+from memplace.instances.library import USER_VERSION, read_library
+from memplace.model.warmup import tiny_instance_dict
+
+
+def test_add_starts_a_library_of_ones_own_in_an_empty_folder_and_then_adds_to_it(tmp_path):
+    for name in ("one", "two"):
+        data = tiny_instance_dict()
+        data["name"] = data["workload"]["name"] = name
+        (tmp_path / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+    folder = tmp_path / "mine"
+    runner = CliRunner()
+    first = runner.invoke(main, ["lib", "add", "--lib", str(folder), "--problem", "static",
+                                 str(tmp_path / "one.json")])
+    assert first.exit_code == 0, first.output
+    assert f"started a library of your own at {folder}" in first.output
+    lib = read_library(folder)
+    assert lib.version == USER_VERSION and not lib.manifest["frozen"]
+    assert [e.id for e in lib.entries] == ["static/one"]
+    # the second add finds the library and adds to it, starting nothing
+    second = runner.invoke(main, ["lib", "add", "--lib", str(folder), "--problem", "static",
+                                  str(tmp_path / "two.json")])
+    assert second.exit_code == 0 and "started" not in second.output, second.output
+    assert [e.id for e in read_library(folder).entries] == ["static/one", "static/two"]
+    verified = runner.invoke(main, ["lib", "verify", "--lib", str(folder)])
+    assert verified.exit_code == 0, verified.output
+
+
+def test_a_version_that_is_not_there_is_not_started(tmp_path):
+    result = CliRunner().invoke(main, ["lib", "add", "--lib", "memplace-lib/99", "x"])
+    assert result.exit_code == 2 and "no library" in result.output
