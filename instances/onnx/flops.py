@@ -114,11 +114,12 @@ def _attention(node, ins, outs) -> float:
     return 2.0 * _prod(q) * keys + 5.0 * scores + 2.0 * _prod(outs[0]) * keys
 
 
-# ONNX's recurrent ops: gates G and, per hidden unit and step, the flops of their default
-# activations (Sigmoid and Tanh 4 each, as ELEMENTWISE) plus the gate arithmetic:
-# LSTM: sigmoid i, f, o, tanh g and tanh(c) = 20, c = f*c + i*g and h = o*tanh(c) = 4;
-# GRU: sigmoid z, r, tanh h~ = 12, r*(Rh), (1 - z)*h~ + z*h = 5; RNN: tanh = 4.
-RECURRENT: dict[str, tuple[int, float]] = {"LSTM": (4, 24.0), "GRU": (3, 17.0), "RNN": (1, 4.0)}
+# ONNX's recurrent ops (4, 3 and 1 gates: W's rows are gates x hidden): per hidden unit and
+# step, the flops of their default activations (Sigmoid and Tanh 4 each, as ELEMENTWISE)
+# plus the gate arithmetic: LSTM: sigmoid i, f, o, tanh g and tanh(c) = 20, c = f*c + i*g
+# and h = o*tanh(c) = 4; GRU: sigmoid z, r, tanh h~ = 12, r*(Rh), (1 - z)*h~ + z*h = 5;
+# RNN: tanh = 4.
+RECURRENT: dict[str, float] = {"LSTM": 24.0, "GRU": 17.0, "RNN": 4.0}
 
 
 def _recurrent(node, ins, outs) -> float:
@@ -130,7 +131,7 @@ def _recurrent(node, ins, outs) -> float:
     steps, batch = (x[1], x[0]) if _attr(node, "layout", 0) else (x[0], x[1])
     directions, gated, width = w
     hidden = r[-1]
-    per_unit = RECURRENT[node.op_type][1]
+    per_unit = RECURRENT[node.op_type]
     return float(steps * batch * directions * (2 * gated * (width + hidden) + per_unit * hidden))
 
 
