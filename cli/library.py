@@ -211,9 +211,8 @@ def add_command(version: str, instances: tuple[str, ...], problems: tuple[str, .
     library of your own: --lib FOLDER starts one there (memplace-lib/0, never one of the
     package's versions) when FOLDER holds none."""
     from memplace.bench.library.improve import add_instance
-    from memplace.instances.library import USER_VERSION, is_spec
-    if (version is not None and not is_spec(version) and not version.isdigit()
-            and not (Path(version) / "library.json").exists()):
+    from memplace.instances.library import USER_VERSION, names_folder
+    if names_folder(version) and not (Path(version) / "library.json").exists():
         from memplace.bench.library.store import create
         create(USER_VERSION, "a library of the user's own, started by 'memplace lib add'", Path(version))
         click.echo(f"started a library of your own at {version} (memplace-lib/{USER_VERSION}, unfrozen)")

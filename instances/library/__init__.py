@@ -239,11 +239,17 @@ def entry_of(raw: dict[str, Any]) -> Entry:
                  raw.setdefault("bounds", []), raw)
 
 
+def names_folder(version: int | str | Path | None) -> bool:
+    """Whether `version` (a `--lib` value) names a folder rather than a version: a path,
+    or text that is neither a version number nor a spec."""
+    return isinstance(version, Path) or (isinstance(version, str) and not version.isdigit()
+                                         and not SPEC.fullmatch(version))
+
+
 def read_library(version: int | str | Path | None = None) -> Library:
     """A library by version number, by `memplace-lib/N`, by folder, or (None or
     `memplace-lib`) the newest version in the package."""
-    if isinstance(version, Path) or (isinstance(version, str) and not version.isdigit()
-                                     and not SPEC.fullmatch(version)):
+    if names_folder(version):
         folder = Path(version)
     else:
         folder = folder_of(int(resolve(version).rsplit("/", 1)[1]))
