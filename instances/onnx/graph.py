@@ -12,6 +12,15 @@ Every live node (one whose outputs reach a graph output) gets one role:
   weight is read as int8): no data moves, so the output *is* the input (a
   compiler emits no kernel for them; the built-in BERT keeps reshapes as copies
   to match EGRL's node count, a documented difference of the round trip).
+* folded: a node all of whose inputs are weights or compile-time values, at least one a
+  weight (a weight standardization or weight norm, a static gather of position rows, an
+  attention-mask table scattered from stored constants), unless its output is a graph
+  output, its shape is unknown, or it holds more elements than the weights it reads (a
+  broadcast stays an op: folded, it would be a larger weight live through the program).
+  An inference compiler folds such nodes once, at compile time (onnxruntime's constant
+  folding does), so they are no op: each output is a stored weight of its inferred size
+  (or a compile-time value, by the rule for stored constants below), and a weight that
+  only folded nodes read is no tensor of the program.
 * op: everything else. Ops are grouped at a compiler's granularity: an op absorbs
   the elementwise tail that follows it (batch norm, activations, bias and scale by
   constants, the erf form of GELU, swish's Sigmoid+Mul diamond, softmax's
@@ -121,6 +130,19 @@ def _is_weight(elem_type: int, elements: int) -> bool:
     return elem_type not in COMPILE_TIME_TYPES and elements > 1
 
 
+def _foldable(outs: list[str], every: list[str], weights: set[str],
+              elements: Callable[[str], int | None], output_names: set[str]) -> bool:
+    """Whether a node computed from weights folds: its outputs are no graph outputs, have
+    known shapes, and hold no more elements than the weights it reads (a broadcast or an
+    expanding gather of a small table stays an op, or folding would store the expansion as
+    a weight live through the whole program)."""
+    sizes = [elements(o) for o in outs if o]
+    if any(n is None for n in sizes) or any(o in output_names for o in outs if o):
+        return False
+    read = [elements(v) for v in dict.fromkeys(every) if v in weights]
+    return all(n is not None for n in read) and sum(sizes) <= sum(read)  # type: ignore[arg-type]
+
+
 def _live_nodes(graph: onnx.GraphProto, op_types: list[str], inputs: list[list[str]],
                 outputs: list[list[str]]) -> list[int]:
     """Indices of the nodes whose outputs reach a graph output, in stored order; checks that
@@ -175,6 +197,7 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
     for info in initializers.values():
         (weights if _is_weight(info.elem_type, info.elements) else compile_time).add(info.name)
     inputs = [i.name for i in graph.input if i.name not in initializers]
+    output_names = {o.name for o in graph.output}
     roles: list[str] = []
     data_inputs: list[list[tuple[int, str]]] = []
     for i, (op, ins, outs) in enumerate(zip(op_types, node_inputs, node_outputs)):
@@ -202,6 +225,17 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):
             compile_time.update(o for o in outs if o)
             roles.append("compile")
+        elif op not in NEVER_FOLDED and every and any(v in weights for v in every) \
+                and all(v in weights or v in compile_time for v in every) \
+                and _foldable(outs, every, weights, elements, output_names):
+            # computed from weights only (a weight standardization or norm, a static gather
+            # of position rows, an attention mask table): folded at compile time, as an
+            # inference compiler's constant folding does; its outputs are stored weights
+            for o in outs:
+                if o:
+                    (weights if _is_weight(elem_type(o) or TensorProto.FLOAT, elements(o) or 0)
+                     else compile_time).add(o)
+            roles.append("fold")
         else:
             roles.append("op")
     graph_outputs = {base.get(o.name, o.name) for o in graph.output}

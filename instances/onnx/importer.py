@@ -9,8 +9,9 @@ and tensors sized from dims and element types.
 Tensors: an activation per value that crosses from one op to another (or is a
 graph input read by an op, or a graph output); a weight per initializer or
 stored `Constant` read by an op (counted once however many ops read it, so a tied
-embedding is one tensor), and per folded constant (e.g. a precomputed attention
-mask) that an op reads. Integer shape/index constants and scalars are immediates
+embedding is one tensor), per folded constant (e.g. a precomputed attention
+mask) and per value computed from weights only (folded at compile time, `graph`)
+that an op reads. Integer shape/index constants and scalars are immediates
 of the program, no tensor. A `Gather` moves only the rows it gathers and a
 `Slice` only what it keeps.
 """

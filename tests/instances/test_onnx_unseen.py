@@ -1,7 +1,9 @@
 """ONNX import of what the zoo's unseen architectures brought (docs/zoo.md, "Unseen
 architectures"): opset-23 fused attention and rotary embeddings counted by formula, and
 an empty dimension (a decode step's empty key/value cache) accepted as the fixed size it is;
-and from the second round, recurrent layers (LSTM, GRU, RNN) counted by formula."""
+from the second round, recurrent layers (LSTM, GRU, RNN) counted by formula; from the third,
+nodes computed from weights only (NF-ResNet's weight standardization, wav2vec2's weight norm)
+folded at compile time."""
 from __future__ import annotations
 
 import warnings
@@ -163,3 +165,37 @@ def test_torchscript_padding_to_a_window_multiple_is_resolved_by_computing_it(mo
     inst = _import(model)
     sizes = {t["name"]: t["size"] for t in inst["workload"]["tensors"]}
     assert sizes == {"x": 4 * 30, "z": 4 * 40}  # [1,5,8] after the pad (Relu fused into it)
+
+
+def _weight_norm_model(rows=64, cols=32):
+    """y = x @ (g * v / ||v||): wav2vec2's weight norm, as the dynamo exporter writes it."""
+    v = numpy_helper.from_array(np.ones((cols, rows), np.float32), "v")
+    g = numpy_helper.from_array(np.ones((1, rows), np.float32), "g")
+    nodes = [helper.make_node("ReduceL2", ["v"], ["norm"], name="norm", keepdims=1),
+             helper.make_node("Div", ["v", "norm"], ["unit"], name="unit"),
+             helper.make_node("Mul", ["unit", "g"], ["w"], name="scaled"),
+             helper.make_node("MatMul", ["x", "w"], ["y"], name="product")]
+    return _model(nodes, [_vi("x", F, [8, cols])], [_vi("y", F, None)], [v, g])
+
+
+def test_a_weight_computed_from_weights_only_is_folded_into_one_stored_weight():
+    # The norm, the division and the scaling read weights only: an inference compiler folds
+    # them, so the program is the product alone, reading one weight of v's size
+    # (before, three ops read v and g at every inference and wrote the weight as an
+    # activation)
+    w = _import(_weight_norm_model())["workload"]
+    assert [op["name"] for op in w["ops"]] == ["product"]
+    weights = [t for t in w["tensors"] if t["kind"] == "weight"]
+    assert [(t["name"], t["size"], t["accesses"]) for t in weights] == [("w", 32 * 64 * 4,
+                                                                          [[0, 32 * 64 * 4]])]
+
+
+def test_a_broadcast_of_a_small_weight_stays_an_op():
+    # Expanding a 1-row table to 128 rows would store the expansion as a weight live
+    # through the program: the Expand stays an op (read 1 row, write 128)
+    table = numpy_helper.from_array(np.ones((1, 16), np.float32), "table")
+    shape = numpy_helper.from_array(np.array([128, 16], np.int64), "shape")
+    nodes = [helper.make_node("Expand", ["table", "shape"], ["rows"], name="expand"),
+             helper.make_node("Add", ["x", "rows"], ["y"], name="add")]
+    w = _import(_model(nodes, [_vi("x", F, [128, 16])], [_vi("y", F, None)], [table, shape]))
+    assert [op["name"] for op in w["workload"]["ops"]] == ["expand", "add"]
