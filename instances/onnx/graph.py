@@ -137,10 +137,10 @@ def _foldable(outs: list[str], every: list[str], weights: set[str],
     expanding gather of a small table stays an op, or folding would store the expansion as
     a weight live through the whole program)."""
     sizes = [elements(o) for o in outs if o]
-    if any(n is None for n in sizes) or any(o in output_names for o in outs if o):
-        return False
     read = [elements(v) for v in dict.fromkeys(every) if v in weights]
-    return all(n is not None for n in read) and sum(sizes) <= sum(read)  # type: ignore[arg-type]
+    if any(o in output_names for o in outs if o) or None in sizes or None in read:
+        return False
+    return sum(n or 0 for n in sizes) <= sum(n or 0 for n in read)
 
 
 def _live_nodes(graph: onnx.GraphProto, op_types: list[str], inputs: list[list[str]],
@@ -233,8 +233,8 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
             # inference compiler's constant folding does; its outputs are stored weights
             for o in outs:
                 if o:
-                    (weights if _is_weight(elem_type(o) or TensorProto.FLOAT, elements(o) or 0)
-                     else compile_time).add(o)
+                    stored = _is_weight(elem_type(o) or TensorProto.FLOAT, elements(o) or 0)
+                    (weights if stored else compile_time).add(o)
             roles.append("fold")
         else:
             roles.append("op")
