@@ -225,12 +225,13 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):
             compile_time.update(o for o in outs if o)
             roles.append("compile")
-        elif op not in NEVER_FOLDED and every and any(v in weights for v in every) \
+        elif op not in NEVER_FOLDED and every \
                 and all(v in weights or v in compile_time for v in every) \
                 and _foldable(outs, every, weights, elements, output_names):
-            # computed from weights only (a weight standardization or norm, a static gather
-            # of position rows, an attention mask table): folded at compile time, as an
-            # inference compiler's constant folding does; its outputs are stored weights
+            # computed from weights only (not all compile-time, the branch above, so one is
+            # a weight: a weight standardization or norm, a static gather of position rows,
+            # an attention mask table): folded at compile time, as an inference compiler's
+            # constant folding does; its outputs are stored weights
             for o in outs:
                 if o:
                     stored = _is_weight(elem_type(o) or TensorProto.FLOAT, elements(o) or 0)
