@@ -130,13 +130,20 @@ def verify_command(version: str) -> None:
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="solver parameter, as 'memplace solve' takes it (repeatable): every solver "
                    "that runs must accept it (e.g. --solver multistart --param start=FILE)")
+@click.option("--until-gap", type=click.FloatRange(0, 100, min_open=True), default=None,
+              metavar="PERCENT",
+              help="then, on the residency entries whose certified gap is still above PERCENT, "
+                   "climb a ladder one rung at a time until each is within: multistart from "
+                   "the best known, then the relaxation tree, then the step-cover tree "
+                   "(trees get at least 120 s); entries whose certified gap is within PERCENT "
+                   "already are left alone")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,
                     max_ops: int | None, seeds: int, scheduler: str | None,
                     solvers: tuple[str, ...], min_gap: float | None, no_certify: bool,
                     certify_only: bool, lp_models: tuple[str, ...], from_best: bool,
-                    params: tuple[str, ...]) -> None:
+                    params: tuple[str, ...], until_gap: float | None) -> None:
     """Run the solvers with a budget and record better solutions and bounds with provenance."""
-    from memplace.bench.library.improve import IMPROVERS, improve
+    from memplace.bench.library.improve import IMPROVERS, climb, climb_text, improve
     from memplace.cli.solve import parse_params
     given = parse_params(params)
     if time_limit <= 0:
@@ -145,15 +152,22 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
     chosen = [lib.entry(e) for e in entries] if entries else list(lib.entries)
     chosen = [e for e in chosen if (problem is None or e.problem == problem)
               and (max_ops is None or e.ops <= max_ops)
-              and (min_gap is None or e.gap is None or 100 * e.gap > min_gap)]
+              and (min_gap is None or e.gap is None or 100 * e.gap > min_gap)
+              and (until_gap is None or e.certified_gap is None or 100 * e.certified_gap > until_gap)]
     if certify_only and (no_certify or solvers or given):
         raise MemplaceError("--certify-only runs no solver: give none of --solver, --param "
                             "and --no-certify")
+    if until_gap is not None and (certify_only or no_certify):
+        raise MemplaceError("--until-gap runs solvers and grows certificates: give neither "
+                            "--certify-only nor --no-certify")
     per_problem = ({p: () for p in IMPROVERS} if certify_only else
                    {p: tuple(solvers) for p in IMPROVERS} if solvers else None)
     found = improve(lib, time_limit, chosen, scheduler, seeds, echo=click.echo,
                     solvers=per_problem, certify=not no_certify, models=lp_models or None,
                     from_best=from_best, params=given)
+    if until_gap is not None:
+        found += climb(lib, time_limit, chosen, until_gap / 100, scheduler, echo=click.echo)
+        click.echo(climb_text(chosen, until_gap / 100))
     click.echo(f"{found} improvements recorded in {lib.folder}")
 
 

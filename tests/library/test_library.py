@@ -201,8 +201,10 @@ def test_improve_param_reaches_every_run_converted_and_is_in_the_provenance(smal
     (["--param", "start=x.json"], ["'bound'", "'start'"]),  # the default improvers: bound has none
     (["--solver", "multistart", "--from-best", "--param", "start=x.json"], ["--from-best", "start"]),
     (["--certify-only", "--param", "iterations=1"], ["--certify-only", "--param"]),
+    (["--until-gap", "0"], ["'--until-gap'", "0<x<=100"]),
+    (["--until-gap", "5", "--no-certify"], ["--until-gap", "--no-certify"]),
 ], ids=["unknown key", "not a number", "out of range", "no value", "a solver without it",
-        "start twice", "no solver runs"])
+        "start twice", "no solver runs", "no target", "a ladder without certificates"])
 def test_improve_refuses_a_bad_param_with_one_line_naming_it_before_running(small_library, args,
                                                                              words):
     import subprocess
@@ -252,3 +254,48 @@ def test_a_bound_proved_but_not_above_the_recorded_one_is_said(small_library, tm
     notes: list[str] = []
     assert record(lib, {"task": task, "bounds": [dict(low, value=low["value"] * 0.9)]}, notes) == []
     assert len(notes) == 1 and notes[0].endswith("not recorded (one of its kind at least as high is)")
+
+
+def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(small_library, tmp_path,
+                                                                             monkeypatch):
+    """`improve --until-gap`: each rung runs on the residency entries still above the target
+    (its solvers from the best known, or its tree), and an entry within runs none."""
+    from memplace.bench.library import improve as improving
+    from memplace.bench.library.improve import LADDER, Rung, above_target, climb
+    assert [r.name for r in LADDER] == ["multistart from the best known", "relaxation tree",
+                                        "step-cover tree"]
+    lib = read_library(_copy(small_library, tmp_path))
+    entry = lib.entry("residency/" + INSTANCE)
+    static = lib.entry("static/" + INSTANCE)
+    gap = entry.certified_gap
+    assert gap is not None and gap > 1e-6  # the fixture's 1 s runs leave it open
+    ran: list = []
+    real = improving.results
+    monkeypatch.setattr(improving, "results", lambda tasks, scheduler=None: ran.append(tasks) or
+                        real(tasks, scheduler))
+    quick = (Rung("multistart", solvers=("multistart",), from_best=True),
+             Rung("tree", models=("residency-relaxation-tree",), min_time=2.0))
+    lines: list[str] = []
+    # within the target: nothing runs, nothing is said
+    assert climb(lib, 1.0, [entry, static], 2 * gap, echo=lines.append, ladder=quick) == 0
+    assert lines == [] and ran == [] and above_target([entry, static], 2 * gap) == []
+    # above it: every rung runs on the residency entry only (static is not the ladder's)
+    climb(lib, 1.0, [entry, static], gap / 1e6, echo=lines.append, ladder=quick)
+    said = [line for line in lines if line.startswith("until-gap")]
+    assert said == [f"until-gap {100 * gap / 1e6:g}%: multistart on 1 entry above it",
+                    f"until-gap {100 * gap / 1e6:g}%: tree on 1 entry above it"], lines
+    first, second = ran
+    assert [(t.entry, t.solver, t.time_limit, t.params.get("start")) for t in first] == [
+        (entry.id, "multistart", 1.0, str(lib.path(entry.best["file"])))]
+    trees = [t for t in second if t.params.get("models") == ["residency-relaxation-tree"]]
+    assert {t.entry for t in second} == {entry.id} and [t.time_limit for t in trees] == [2.0]
+    assert all(t.solver == "lp-dual" for t in second)
+    from memplace.bench.library.improve import climb_text
+    from memplace.bench.library.tables import percent
+    assert climb_text([entry, static], gap / 1e6) == (
+        f"until-gap {100 * gap / 1e6:g}%: 0 of the 1 residency entries above it are within now; "
+        f"above: {entry.id} {percent(entry.certified_gap)}%")
+    assert climb_text([entry, static], 2 * gap).endswith(": 1 of the 1 residency entries above "
+                                                          "it are within now")
+    reports, problems = verify(read_library(lib.folder))
+    assert problems == [] and all(r.errors == [] for r in reports)
