@@ -225,14 +225,19 @@ def add_command(version: str, instances: tuple[str, ...], problems: tuple[str, .
     library of your own: --lib FOLDER starts one there (memplace-lib/0, never one of the
     package's versions) when FOLDER holds none."""
     from memplace.bench.library.improve import add_instance
+    from memplace.instances import load
     from memplace.instances.library import USER_VERSION, names_folder
-    if names_folder(version) and not (Path(version) / "library.json").exists():
+    starting = names_folder(version) and not (Path(version) / "library.json").exists()
+    lib = None if starting else _read(version)
+    if lib is not None and lib.manifest.get("frozen"):
+        raise MemplaceError(f"{lib.name} is frozen: add to a new version")
+    for source in instances:  # each loads before anything is written: a bad one adds nothing
+        load(source)
+    if lib is None:
         from memplace.bench.library.store import create
         create(USER_VERSION, "a library of the user's own, started by 'memplace lib add'", Path(version))
         click.echo(f"started a library of your own at {version} (memplace-lib/{USER_VERSION}, unfrozen)")
-    lib = _read(version)
-    if lib.manifest.get("frozen"):
-        raise MemplaceError(f"{lib.name} is frozen: add to a new version")
+        lib = _read(version)
     for source in instances:
         for e in add_instance(lib, source, problems or ("static", "residency")):
             click.echo(f"added {e.id} ({e.split}): default {e.default['objective']!r}, "

@@ -36,3 +36,21 @@ def test_add_starts_a_library_of_ones_own_in_an_empty_folder_and_then_adds_to_it
 def test_a_version_that_is_not_there_is_not_started(tmp_path):
     result = CliRunner().invoke(main, ["lib", "add", "--lib", "memplace-lib/99", "x"])
     assert result.exit_code == 2 and "no library" in result.output
+
+
+def test_an_instance_that_does_not_load_starts_no_library_and_adds_nothing(tmp_path):
+    good = tiny_instance_dict()
+    (tmp_path / "good.json").write_text(json.dumps(good), encoding="utf-8")
+    (tmp_path / "bad.json").write_text(json.dumps({"format": "nope"}), encoding="utf-8")
+    folder = tmp_path / "mine"
+    runner = CliRunner()
+    result = runner.invoke(main, ["lib", "add", "--lib", str(folder), str(tmp_path / "good.json"),
+                                  str(tmp_path / "bad.json")])
+    assert result.exit_code == 2 and "bad.json" in result.output, result.output
+    assert "started" not in result.output and not (folder / "library.json").exists()
+    # into a library that exists: the good one is not added either, the manifest unchanged
+    assert runner.invoke(main, ["lib", "add", "--lib", str(folder), "--problem", "static",
+                                str(tmp_path / "good.json")]).exit_code == 0
+    before = (folder / "library.json").read_bytes()
+    again = runner.invoke(main, ["lib", "add", "--lib", str(folder), str(tmp_path / "bad.json")])
+    assert again.exit_code == 2 and (folder / "library.json").read_bytes() == before
