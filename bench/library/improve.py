@@ -20,6 +20,7 @@ import numpy as np
 
 from memplace.bench.library import store
 from memplace.bench.library.check import load_entry_instance
+from memplace.bench.library.tables import by_certified_gap, percent
 from memplace.instances.library import OPTIMAL_GAP, Entry, Library
 from memplace.model.core.errors import MemplaceError, ParameterError
 
@@ -329,8 +330,7 @@ LADDER = (Rung("multistart from the best known", solvers=("multistart",), from_b
 def above_target(entries: Iterable[Entry], target: float) -> list[Entry]:
     """The residency entries whose certified gap is above `target` (a fraction) or that
     have no certified bound."""
-    return [e for e in entries if e.problem == "residency"
-            and (e.certified_gap is None or e.certified_gap > target)]
+    return by_certified_gap([e for e in entries if e.problem == "residency"], target)[1]
 
 
 def climb(lib: Library, budget: float, entries: Iterable[Entry], target: float,
@@ -356,7 +356,6 @@ def climb(lib: Library, budget: float, entries: Iterable[Entry], target: float,
 def climb_text(entries: Iterable[Entry], target: float) -> str:
     """What a climb left: how many of the residency `entries` are within `target` (a
     fraction) and the certified gap of each still above it."""
-    from memplace.bench.library.tables import percent
     residency = [e for e in entries if e.problem == "residency"]
     still = above_target(residency, target)
     text = (f"until-gap {100 * target:g}%: {len(residency) - len(still)} of the "

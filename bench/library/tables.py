@@ -46,13 +46,19 @@ def list_rows(lib: Library) -> list[dict[str, Any]]:
 TARGET_PROBLEM, TARGET_OPS, TARGET_GAP = "residency", 400, 0.05
 
 
+def by_certified_gap(entries: list[Entry], gap: float) -> tuple[list[Entry], list[Entry]]:
+    """`entries` split, in their order: (certified within `gap`, a fraction; above it or
+    without a certified bound)."""
+    within = [e for e in entries if e.certified_gap is not None and e.certified_gap <= gap]
+    return within, [e for e in entries if e not in within]
+
+
 def target_report(lib: Library) -> tuple[list[Entry], list[Entry]]:
     """The entries the residency target covers: (within it, above it or without a
     certified bound), each sorted by id."""
     covered = sorted((e for e in lib.entries if e.problem == TARGET_PROBLEM and e.ops <= TARGET_OPS),
                      key=lambda e: e.id)
-    within = [e for e in covered if e.certified_gap is not None and e.certified_gap <= TARGET_GAP]
-    return within, [e for e in covered if e not in within]
+    return by_certified_gap(covered, TARGET_GAP)
 
 
 def target_text(lib: Library) -> str:
