@@ -202,6 +202,19 @@ def lp_models(problem: str) -> tuple[str, ...]:
             else ("residency-relaxation", ACCESS_MODEL, DELIVERY_MODEL, CAPPED_MODEL))
 
 
+def _usable(ceiling: float | None) -> bool:
+    """Whether `ceiling` (a valid latency, the models' cap) can build a capped model."""
+    return ceiling is not None and math.isfinite(ceiling) and ceiling > 0
+
+
+def _proving(instance: Instance, cert: dict[str, Any],
+             ceiling: float | None = None) -> dict[str, Any] | None:
+    """`cert` with the bound its check proves (as `verify` will recompute it), or None when
+    that bound is not finite and positive."""
+    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
+    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+
+
 def _sparse(y: np.ndarray, model: str, **extra: Any) -> dict[str, Any]:
     nonzero = np.flatnonzero(y)
     return {"kind": "lp-dual", "model": model, **extra, "rows": int(y.size),
@@ -213,7 +226,7 @@ def _access_dual(instance: Instance, time_limit: float | None,
     """The access relaxation's certificate: its row duals and the ceiling it was built with."""
     import time
     from memplace.solvers.residency.machinery import access_bound
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     began = time.perf_counter()
     try:
@@ -230,22 +243,20 @@ def _access_dual(instance: Instance, time_limit: float | None,
     if not solution.dual_valid:
         return None
     cert = _sparse(np.asarray(solution.row_dual, np.float64), ACCESS_MODEL, ceiling=float(ceiling))
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+    return _proving(instance, cert, ceiling)
 
 
 def _capped_dual(instance: Instance, time_limit: float | None,
                  ceiling: float | None) -> dict[str, Any] | None:
     """The capped relaxation's certificate: the row duals of HiGHS's interior point method
     (`relaxation.solve_capped`) and the ceiling the model was built with."""
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     got = relaxation.solve_capped(instance, ceiling, time_limit)
     if got.duals is None:
         return None
     cert = _sparse(got.duals, CAPPED_MODEL, ceiling=float(ceiling))
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+    return _proving(instance, cert, ceiling)
 
 
 def _delivery_dual(instance: Instance, time_limit: float | None,
@@ -253,7 +264,7 @@ def _delivery_dual(instance: Instance, time_limit: float | None,
     """The delivery relaxation's certificate: its row duals and the ceiling it was built with."""
     import time
     from memplace.solvers.residency.machinery import delivery_bound
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     began = time.perf_counter()
     try:
@@ -266,8 +277,7 @@ def _delivery_dual(instance: Instance, time_limit: float | None,
     if duals is None:
         return None
     cert = _sparse(np.asarray(duals, np.float64), DELIVERY_MODEL, ceiling=float(ceiling))
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+    return _proving(instance, cert, ceiling)
 
 
 def _home_branching(instance: Instance, model: Any) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
@@ -307,12 +317,11 @@ def _tree_certificate(instance: Instance, model: str, ceiling: float, rows: int,
     certificate proves as much)."""
     cert = {"kind": "lp-dual", "model": model, "ceiling": float(ceiling), "rows": rows, **fields,
             "leaves": grown.leaves, "tree": grown.tree}
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    if not math.isfinite(cert["bound"]) or cert["bound"] <= 0:
+    proved = _proving(instance, cert, ceiling)
+    if proved is None or (root_bound is not None
+                          and proved["bound"] <= root_bound * (1 + TREE_MIN_GAIN)):
         return None
-    if root_bound is not None and cert["bound"] <= root_bound * (1 + TREE_MIN_GAIN):
-        return None
-    return cert
+    return proved
 
 
 def _tree_dual(instance: Instance, time_limit: float | None,
@@ -322,7 +331,7 @@ def _tree_dual(instance: Instance, time_limit: float | None,
     import time
     from memplace.solvers import lp_tree
     from memplace.solvers.residency.machinery import delivery_bound
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     began = time.perf_counter()
     limit = 600.0 if time_limit is None else time_limit
@@ -345,7 +354,7 @@ def _start_tree_dual(instance: Instance, time_limit: float | None,
     """A tree over the relaxation with its start and hold binaries (`start_tree.py`),
     kept only when it proves TREE_MIN_GAIN above its root."""
     from memplace.solvers.residency.machinery import start_tree
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     try:
         grown, rows = start_tree.grow(instance, ceiling, 600.0 if time_limit is None else time_limit,
@@ -375,7 +384,7 @@ def _cover_tree_dual(instance: Instance, time_limit: float | None,
     import time
     from memplace.solvers import lp_tree
     from memplace.solvers.residency.machinery import cover_cuts
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     began = time.perf_counter()
     limit = 600.0 if time_limit is None else time_limit
@@ -393,8 +402,7 @@ def _cover_tree_dual(instance: Instance, time_limit: float | None,
     cert = {"kind": "lp-dual", "model": COVER_TREE_MODEL, "ceiling": float(ceiling),
             "rows": int(model.lp.rlo.size), "families": [f.to_json() for f in fams],
             "leaves": grown.leaves, "tree": grown.tree}
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+    return _proving(instance, cert, ceiling)
 
 
 def _rotation(instance: Instance) -> dict[str, Any] | None:
@@ -404,8 +412,7 @@ def _rotation(instance: Instance) -> dict[str, Any] | None:
     if family is None:
         return None
     cert = {"kind": "lp-dual", "model": ROTATION_MODEL, "families": [family.to_json()]}
-    cert["bound"] = check_lp_dual(instance, cert)
-    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+    return _proving(instance, cert)
 
 
 def _rotation_levels(instance: Instance, ceiling: float | None) -> dict[str, Any] | None:
@@ -420,8 +427,7 @@ def _rotation_levels(instance: Instance, ceiling: float | None) -> dict[str, Any
     if not math.isfinite(value) or value <= 0:
         return None
     cert = {"kind": "lp-dual", "model": ROTATION_LEVELS_MODEL, "members": list(members), "cap": value}
-    cert["bound"] = check_lp_dual(instance, cert)
-    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+    return _proving(instance, cert)
 
 
 def _step_cover_dual(instance: Instance, time_limit: float | None,
@@ -429,15 +435,14 @@ def _step_cover_dual(instance: Instance, time_limit: float | None,
     """The delivery relaxation with copy and step-cover rows (`step_covers.cover_bound`):
     its covers, its row duals and the ceiling it was built with."""
     from memplace.solvers.residency.machinery import step_covers
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     got = step_covers.cover_bound(instance, ceiling, 600.0 if time_limit is None else time_limit)
     if got.row_dual is None:
         return None
     cert = _sparse(got.row_dual, STEP_COVER_MODEL, ceiling=float(ceiling),
                    covers=[cover.to_json() for cover in got.covers])
-    cert["bound"] = check_lp_dual(instance, cert, valid_latency=ceiling)
-    return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
+    return _proving(instance, cert, ceiling)
 
 
 def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
@@ -656,7 +661,7 @@ def _step_cover_tree(instance: Instance, time_limit: float | None,
     """A tree over the step-cover LP (`step_covers.grow_tree`), kept only when it proves
     TREE_MIN_GAIN above its root."""
     from memplace.solvers.residency.machinery import step_covers
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     got = step_covers.grow_tree(instance, ceiling, 600.0 if time_limit is None else time_limit,
                                 STEP_COVER_TREE_MAX_LEAVES, STEP_COVER_TREE_LEAF_ROUNDS)
@@ -681,7 +686,7 @@ def _units_tree(instance: Instance, time_limit: float | None,
     """A tree over the unit LP (`copy_units.grow_tree`), kept only when it proves
     TREE_MIN_GAIN above its root."""
     from memplace.solvers.residency.machinery import copy_units
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     try:
         got = copy_units.grow_tree(instance, ceiling, 600.0 if time_limit is None else time_limit,
@@ -709,7 +714,7 @@ def _start_column_tree(instance: Instance, time_limit: float | None,
     """A tree over the step-cover LP with start columns for a few large tensors
     (`start_columns.bound`): the tensors, covers and tree with the ceiling."""
     from memplace.solvers.residency.machinery import start_columns
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0:
+    if not _usable(ceiling):
         return None
     got = start_columns.bound(instance, ceiling, 600.0 if time_limit is None else time_limit,
                               START_COLUMN_MAX_LEAVES)
@@ -735,7 +740,7 @@ def _slot_tree(instance: Instance, time_limit: float | None,
     """A tree over the slot relaxation (`slot_bound.grow_tree`) aiming at SLOT_TREE_TARGET
     of the ceiling: its unit, splits, covers and tree with the ceiling."""
     from memplace.solvers.residency.machinery import slot_bound
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0 or instance.n_levels < 2:
+    if not _usable(ceiling) or instance.n_levels < 2:
         return None
     got = slot_bound.grow_tree(instance, ceiling, ceiling * SLOT_TREE_TARGET,
                                600.0 if time_limit is None else time_limit, SLOT_TREE_MAX_LEAVES)
