@@ -20,7 +20,7 @@ import numpy as np
 
 from memplace.bench.library import store
 from memplace.bench.library.check import load_entry_instance
-from memplace.bench.library.tables import by_certified_gap, percent
+from memplace.bench.library.tables import by_certified_gap, certified_gap_text
 from memplace.instances.library import OPTIMAL_GAP, Entry, Library
 from memplace.model.core.errors import MemplaceError, ParameterError
 
@@ -361,9 +361,7 @@ def climb_text(entries: Iterable[Entry], target: float) -> str:
     text = (f"until-gap {100 * target:g}%: {len(residency) - len(still)} of the "
             f"{len(residency)} residency entries above it are within now")
     if still:
-        text += "; above: " + ", ".join(
-            f"{e.id} " + ("no certified bound" if e.certified_gap is None
-                          else f"{percent(e.certified_gap)}%") for e in still)
+        text += "; above: " + ", ".join(f"{e.id} {certified_gap_text(e)}" for e in still)
     return text
 
 

@@ -66,8 +66,13 @@ def target_text(lib: Library) -> str:
     text = (f"{TARGET_PROBLEM} entries of at most {TARGET_OPS} ops: {len(within)} of "
             f"{len(within) + len(above)} within {100 * TARGET_GAP:g}% of a certified bound")
     if above:
-        text += "; above: " + ", ".join(f"{e.id} {percent(e.certified_gap)}%" for e in above)
+        text += "; above: " + ", ".join(f"{e.id} {certified_gap_text(e)}" for e in above)
     return text + "\n"
+
+
+def certified_gap_text(e: Entry) -> str:
+    """An entry's certified gap as a list names it: "5.63%", or "no certified bound"."""
+    return "no certified bound" if e.certified_gap is None else f"{percent(e.certified_gap)}%"
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:

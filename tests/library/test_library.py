@@ -299,3 +299,14 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
                                                           "it are within now")
     reports, problems = verify(read_library(lib.folder))
     assert problems == [] and all(r.errors == [] for r in reports)
+
+
+def test_an_entry_without_a_certified_bound_is_named_so_not_as_a_dash_percent():
+    from memplace.bench.library.tables import certified_gap_text
+    from memplace.instances.library import Entry
+    best = {"objective": 2.0e-6, "file": "solutions/x.json", "provenance": {}}
+    entry = Entry("residency/x", "residency", "x", "x", "0" * 64, "test", 10,
+                  {"solver": "msa", "objective": 3.0e-6}, best, [])
+    assert certified_gap_text(entry) == "no certified bound"
+    entry.bounds.append({"value": 1.0e-6, "kind": "lp-dual", "certificate": None, "provenance": {}})
+    assert certified_gap_text(entry) == "100.00%"
