@@ -226,8 +226,8 @@ def add_command(version: str, instances: tuple[str, ...], problems: tuple[str, .
     package's versions) when FOLDER holds none."""
     from memplace.bench.library.improve import add_instance
     from memplace.instances import load
-    from memplace.instances.library import USER_VERSION, names_folder
-    starting = names_folder(version) and not (Path(version) / "library.json").exists()
+    from memplace.instances.library import MANIFEST, USER_VERSION, names_folder
+    starting = names_folder(version) and not (Path(version) / MANIFEST).exists()
     lib = None if starting else _read(version)
     if lib is not None and lib.manifest.get("frozen"):
         raise MemplaceError(f"{lib.name} is frozen: add to a new version")
@@ -373,11 +373,11 @@ def build_command(version: int) -> None:
     """Create library VERSION with its instances, defaults and cheap bounds (or add what is
     missing to an unfrozen one); `improve` then searches."""
     from memplace.bench.library import contents, store
-    from memplace.instances.library import folder_of, read_library
+    from memplace.instances.library import MANIFEST, folder_of, read_library
     if version not in contents.BUILDERS:
         raise MemplaceError(f"no contents defined for version {version} (bench/library/contents.py "
                             f"defines {', '.join(map(str, contents.BUILDERS))})")
-    lib = (read_library(version) if (folder_of(version) / "library.json").is_file()
+    lib = (read_library(version) if (folder_of(version) / MANIFEST).is_file()
            else store.create(version, contents.DESCRIPTIONS[version]))
     if lib.manifest.get("frozen"):
         raise MemplaceError(f"{lib.name} is frozen")

@@ -22,7 +22,7 @@ import numpy as np
 from memplace.bench.library.check import load_entry_instance
 from memplace.bench.library.store import file_stem
 from memplace.bench.library.tables import figure, percent
-from memplace.instances.library import BOUND_KINDS, Entry, Library
+from memplace.instances.library import BOUND_KINDS, MANIFEST, Entry, Library
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 W, H = 760, 260
@@ -194,7 +194,7 @@ def write_site(lib: Library, out: str | Path) -> Path:
             f"<table id=\"entries\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             + (f"<h2>Left out</h2><ul>{dropped}</ul>" if dropped else "") + SORT_SCRIPT)
     (out / "files").mkdir(exist_ok=True)
-    shutil.copyfile(lib.path("library.json"), out / "files" / "library.json")
+    shutil.copyfile(lib.path(MANIFEST), out / "files" / MANIFEST)
     index = out / "index.html"
     index.write_text(_page(lib.name, body), encoding="utf-8")
     return index

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from memplace.bench.provenance import code_version
-from memplace.instances.library import (BOUND_KINDS, FORMAT, Entry, Library, canonical_entry,
+from memplace.instances.library import (BOUND_KINDS, FORMAT, MANIFEST, Entry, Library, canonical_entry,
                                         entry_of, folder_of, read_library, split_of)
 from memplace.model.core.errors import MemplaceError
 from memplace.model.core.files import write_atomically
@@ -43,7 +43,7 @@ def provenance(solver: str, params: dict[str, Any] | None = None, seed: int | No
 def create(version: int, description: str, folder: Path | None = None) -> Library:
     """An empty, unfrozen library version folder (by default the package's own)."""
     folder = folder_of(version) if folder is None else Path(folder)
-    if (folder / "library.json").exists():
+    if (folder / MANIFEST).exists():
         raise MemplaceError(f"{FORMAT.format(version=version)} exists already ({folder})")
     folder.mkdir(parents=True, exist_ok=True)
     manifest = {"format": FORMAT.format(version=version), "frozen": False,
@@ -56,7 +56,7 @@ def create(version: int, description: str, folder: Path | None = None) -> Librar
 
 def _write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     manifest["entries"].sort(key=lambda e: (e["problem"], e["name"]))
-    write_atomically(folder / "library.json", json.dumps(manifest, indent=1, sort_keys=False) + "\n",
+    write_atomically(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=False) + "\n",
                      "library manifest")
 
 
@@ -118,7 +118,7 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def _manifest_on_disk(folder: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((folder / "library.json").read_text(encoding="utf-8"))
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 

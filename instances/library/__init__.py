@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent
 FORMAT = "memplace-lib/{version}"
 PROBLEMS = ("static", "residency", "packing")
 SPLITS = ("train", "test")
+MANIFEST = "library.json"  # the manifest file in a library's folder
 TEST_SHARE = 4  # one workload in this many goes to the test split
 # The content hash of every frozen version (`content_hash`): `verify` and a test hold the
 # folder to it, so a frozen version cannot change silently.
@@ -190,7 +191,7 @@ def folder_of(version: int) -> Path:
 
 def versions() -> list[int]:
     return sorted(int(p.name.rsplit("-", 1)[1]) for p in ROOT.glob("memplace-lib-*")
-                  if (p / "library.json").is_file())
+                  if (p / MANIFEST).is_file())
 
 
 def latest() -> int:
@@ -253,7 +254,7 @@ def read_library(version: int | str | Path | None = None) -> Library:
         folder = Path(version)
     else:
         folder = folder_of(int(resolve(version).rsplit("/", 1)[1]))
-    manifest_path = folder / "library.json"
+    manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
         raise MemplaceError(f"no library at {folder} (versions here: "
                             f"{', '.join(map(str, versions())) or 'none'})")
