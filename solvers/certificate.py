@@ -215,6 +215,13 @@ def _proving(instance: Instance, cert: dict[str, Any],
     return cert if math.isfinite(cert["bound"]) and cert["bound"] > 0 else None
 
 
+def _op_rows(certificate: dict[str, Any]) -> bool:
+    """Whether a certificate's LP has the op rows (`delivery_bound.op_rows`,
+    `relaxation._Formulation.op_rows`): the certificates built with them say so
+    (`"op_rows": true`); the older ones (every library version to memplace-lib/10) had none."""
+    return certificate.get("op_rows") is True
+
+
 def _sparse(y: np.ndarray, model: str, **extra: Any) -> dict[str, Any]:
     nonzero = np.flatnonzero(y)
     return {"kind": "lp-dual", "model": model, **extra, "rows": int(y.size),
@@ -252,10 +259,10 @@ def _capped_dual(instance: Instance, time_limit: float | None,
     (`relaxation.solve_capped`) and the ceiling the model was built with."""
     if not _usable(ceiling):
         return None
-    got = relaxation.solve_capped(instance, ceiling, time_limit)
+    got = relaxation.solve_capped(instance, ceiling, time_limit, op_rows=True)
     if got.duals is None:
         return None
-    cert = _sparse(got.duals, CAPPED_MODEL, ceiling=float(ceiling))
+    cert = _sparse(got.duals, CAPPED_MODEL, ceiling=float(ceiling), op_rows=True)
     return _proving(instance, cert, ceiling)
 
 
@@ -269,14 +276,14 @@ def _delivery_dual(instance: Instance, time_limit: float | None,
     began = time.perf_counter()
     try:
         model = delivery_bound.formulate(instance, ceiling, math.inf if time_limit is None
-                                         else began + time_limit)
+                                         else began + time_limit, op_rows=True)
     except TimeoutError:
         return None
     left = None if time_limit is None else max(0.05, began + time_limit - time.perf_counter())
     _, duals = delivery_bound.solve_lp(model, left)
     if duals is None:
         return None
-    cert = _sparse(np.asarray(duals, np.float64), DELIVERY_MODEL, ceiling=float(ceiling))
+    cert = _sparse(np.asarray(duals, np.float64), DELIVERY_MODEL, ceiling=float(ceiling), op_rows=True)
     return _proving(instance, cert, ceiling)
 
 
@@ -336,7 +343,7 @@ def _tree_dual(instance: Instance, time_limit: float | None,
     began = time.perf_counter()
     limit = 600.0 if time_limit is None else time_limit
     try:
-        model = delivery_bound.formulate(instance, ceiling, began + limit)
+        model = delivery_bound.formulate(instance, ceiling, began + limit, op_rows=True)
     except TimeoutError:
         return None
     branchable, groups, priority = _home_branching(instance, model)
@@ -346,7 +353,7 @@ def _tree_dual(instance: Instance, time_limit: float | None,
     if grown.leaves < 2:
         return None
     return _tree_certificate(instance, TREE_MODEL, ceiling, int(model.lp.rlo.size), grown,
-                             grown.root_bound)
+                             grown.root_bound, op_rows=True)
 
 
 def _start_tree_dual(instance: Instance, time_limit: float | None,
@@ -358,10 +365,11 @@ def _start_tree_dual(instance: Instance, time_limit: float | None,
         return None
     try:
         grown, rows = start_tree.grow(instance, ceiling, 600.0 if time_limit is None else time_limit,
-                                      START_TREE_MAX_LEAVES)
+                                      START_TREE_MAX_LEAVES, op_rows=True)
     except relaxation.BuildTimeout:
         return None
-    return _tree_certificate(instance, START_TREE_MODEL, ceiling, rows, grown, grown.root_bound)
+    return _tree_certificate(instance, START_TREE_MODEL, ceiling, rows, grown, grown.root_bound,
+                             op_rows=True)
 
 
 def _cover_branching(instance: Instance, model: Any, fams: list[Any]
@@ -437,10 +445,11 @@ def _step_cover_dual(instance: Instance, time_limit: float | None,
     from memplace.solvers.residency.machinery import step_covers
     if not _usable(ceiling):
         return None
-    got = step_covers.cover_bound(instance, ceiling, 600.0 if time_limit is None else time_limit)
+    got = step_covers.cover_bound(instance, ceiling, 600.0 if time_limit is None else time_limit,
+                                  op_rows=True)
     if got.row_dual is None:
         return None
-    cert = _sparse(got.row_dual, STEP_COVER_MODEL, ceiling=float(ceiling),
+    cert = _sparse(got.row_dual, STEP_COVER_MODEL, ceiling=float(ceiling), op_rows=True,
                    covers=[cover.to_json() for cover in got.covers])
     return _proving(instance, cert, ceiling)
 
@@ -554,7 +563,7 @@ def _check_capped(instance: Instance, certificate: dict[str, Any],
     ceiling = _ceiling(certificate, valid_latency)
     if ceiling is None:
         return -math.inf
-    lp = relaxation.capped_lp(instance, ceiling)
+    lp = relaxation.capped_lp(instance, ceiling, op_rows=_op_rows(certificate))
     y = _dual_vector(certificate, lp.rlo.size)
     if y is None:
         return -math.inf
@@ -568,7 +577,7 @@ def _check_delivery(instance: Instance, certificate: dict[str, Any],
     ceiling = _ceiling(certificate, valid_latency)
     if ceiling is None:
         return -math.inf
-    model = delivery_bound.formulate(instance, ceiling)
+    model = delivery_bound.formulate(instance, ceiling, op_rows=_op_rows(certificate))
     y = _dual_vector(certificate, model.lp.rlo.size)
     if y is None:
         return -math.inf
@@ -583,7 +592,7 @@ def _check_tree(instance: Instance, certificate: dict[str, Any],
     ceiling = _ceiling(certificate, valid_latency)
     if ceiling is None:
         return -math.inf
-    model = delivery_bound.formulate(instance, ceiling)
+    model = delivery_bound.formulate(instance, ceiling, op_rows=_op_rows(certificate))
     if int(certificate.get("rows", -1)) != model.lp.rlo.size or not isinstance(certificate.get("tree"), dict):
         return -math.inf
     branchable, _, _ = _home_branching(instance, model)
@@ -598,7 +607,7 @@ def _check_start_tree(instance: Instance, certificate: dict[str, Any],
     if ceiling is None:
         return -math.inf
     return _margined(start_tree.check(instance, ceiling, int(certificate.get("rows", -1)),
-                                      certificate.get("tree")))
+                                      certificate.get("tree"), _op_rows(certificate)))
 
 
 def _check_cover_tree(instance: Instance, certificate: dict[str, Any],
@@ -653,7 +662,7 @@ def _check_step_cover(instance: Instance, certificate: dict[str, Any],
         return -math.inf
     return _margined(step_covers.check(instance, ceiling, certificate.get("covers"),
                                        int(certificate.get("rows", -1)), certificate.get("index"),
-                                       certificate.get("value")))
+                                       certificate.get("value"), _op_rows(certificate)))
 
 
 def _step_cover_tree(instance: Instance, time_limit: float | None,
@@ -664,11 +673,11 @@ def _step_cover_tree(instance: Instance, time_limit: float | None,
     if not _usable(ceiling):
         return None
     got = step_covers.grow_tree(instance, ceiling, 600.0 if time_limit is None else time_limit,
-                                STEP_COVER_TREE_MAX_LEAVES, STEP_COVER_TREE_LEAF_ROUNDS)
+                                STEP_COVER_TREE_MAX_LEAVES, STEP_COVER_TREE_LEAF_ROUNDS, op_rows=True)
     if got.tree is None or got.leaves < 2:
         return None
     return _tree_certificate(instance, STEP_COVER_TREE_MODEL, ceiling, got.rows, got, got.root_bound,
-                             covers=[cover.to_json() for cover in got.covers])
+                             op_rows=True, covers=[cover.to_json() for cover in got.covers])
 
 
 def _check_step_cover_tree(instance: Instance, certificate: dict[str, Any],
@@ -678,7 +687,8 @@ def _check_step_cover_tree(instance: Instance, certificate: dict[str, Any],
     if ceiling is None:
         return -math.inf
     return _margined(step_covers.check_tree(instance, ceiling, certificate.get("covers"),
-                                            int(certificate.get("rows", -1)), certificate.get("tree")))
+                                            int(certificate.get("rows", -1)), certificate.get("tree"),
+                                            _op_rows(certificate)))
 
 
 def _units_tree(instance: Instance, time_limit: float | None,

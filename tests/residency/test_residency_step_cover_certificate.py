@@ -121,14 +121,16 @@ def test_a_tree_over_the_step_cover_lp_is_at_most_the_exhaustive_optimum(seed):
 
 
 
+@pytest.mark.parametrize("op_rows", [False, True])
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6))
-def test_cut_and_branch_is_at_most_the_exhaustive_optimum(seed):
+def test_cut_and_branch_is_at_most_the_exhaustive_optimum(op_rows, seed):
     """Covers separated at the leaves join the stored list; the check rebuilds the LP with
-    all of them."""
+    all of them (and the op rows, as the library's certificates have them)."""
     inst, best = tiny_case(seed, slow_copies=True)
-    got = step_covers.grow_tree(inst, best, 30, 20, leaf_rounds=3)
-    proved = step_covers.check_tree(inst, best, [c.to_json() for c in got.covers], got.rows, got.tree)
+    got = step_covers.grow_tree(inst, best, 30, 20, leaf_rounds=3, op_rows=op_rows)
+    covers = [c.to_json() for c in got.covers]
+    proved = step_covers.check_tree(inst, best, covers, got.rows, got.tree, op_rows)
     assert proved == pytest.approx(got.bound, rel=1e-9)
     assert got.root_bound * (1 - 1e-6) <= proved <= best * (1 + 1e-9)
 

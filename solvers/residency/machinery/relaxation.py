@@ -405,6 +405,28 @@ class _Formulation:
                     b.row([(self.E[k], 1.0)] + [(c, -v) for c, v in terms.busy[h][k]]
                           + [(c, -v) for c, v in terms.copy[h][k]], 0.0)
 
+    def op_rows(self) -> None:
+        """Per op that is compute-bound with every access at the fastest bandwidth, its op
+        row (`delivery_bound.py`'s module docstring, "Op rows", where the argument is):
+        E[k] >= compute_k + sum over its accesses a and levels l of
+        (delta(a, l) - slack_k)^+ * s[a, l]."""
+        inst, b = self.inst, self.b
+        fastest = float(inst.bandwidth.max())
+        for k in range(inst.n_ops):
+            lo, hi = int(inst.op_ptr[k]), int(inst.op_ptr[k + 1])
+            slack = float(inst.compute[k]) - float(inst.op_bytes[lo:hi].sum()) / fastest
+            if slack < 0:
+                continue
+            terms = []
+            for a in range(lo, hi):
+                nbytes = float(inst.op_bytes[a])
+                for l in range(inst.n_levels):
+                    extra = nbytes / float(inst.bandwidth[l]) - nbytes / fastest - slack
+                    if (a, l) in self.s and nbytes and extra > 0:
+                        terms.append((self.s[a, l], -extra / self.scale))
+            if terms:
+                b.row([(self.E[k], 1.0)] + terms, float(inst.compute[k]) / self.scale)
+
     def capacity_rows(self, check) -> int:
         """Every level with a capacity at every step: homes live there and windows; the
         weights' home load through one column per level, as the static MILP does."""
@@ -438,10 +460,11 @@ class _Formulation:
 
 
 def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = True,
-              deadline: float = INF) -> Relaxation:
+              deadline: float = INF, op_rows: bool = False) -> Relaxation:
     """Build the relaxation of `inst` (module docstring). `binary_starts` adds the
     binary start indicators Y of prefetch windows, `binary_holds` makes the defining
-    window's occupancy Q binary (both: stronger bound, exact occupancies, slower).
+    window's occupancy Q binary (both: stronger bound, exact occupancies, slower);
+    `op_rows` adds the op rows after the time rows (`_Formulation.op_rows`).
     Raises `BuildTimeout` once `time.perf_counter()` passes `deadline`."""
 
     def check(where: str) -> None:
@@ -463,6 +486,8 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
                 f.level_windows(tt, l, above)
         f.tensor_rows(tt)
     f.time_rows()
+    if op_rows:
+        f.op_rows()
     n_cap = f.capacity_rows(check)
     b = f.b
     stats = {"columns": len(b.lo), "rows": len(b.rlo), "nonzeros": len(b.v),
@@ -524,7 +549,7 @@ def capped(rel: Relaxation, ceiling: float) -> BoxLP:
     return lp
 
 
-def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> BoxLP:
+def capped_lp(inst: Instance, ceiling: float, deadline: float = INF, op_rows: bool = False) -> BoxLP:
     """The capped relaxation of `inst`. Why it is a relaxation of every solution at least
     as good as one of latency `ceiling` (seconds): such a solution maps to a point of
     `formulate`'s model (module docstring) with E[k] = elapsed_k + wait_{k+1} <= its
@@ -533,8 +558,9 @@ def capped_lp(inst: Instance, ceiling: float, deadline: float = INF) -> BoxLP:
     sum of its terms. So its minimum is a lower bound on the optimum whenever `ceiling`
     is a valid latency, and with every column bounded any dual vector bounds the minimum
     (`weak_duality`). The same holds with the start and hold binaries built
-    (`start_tree.py` branches on them)."""
-    return capped(formulate(inst, binary_starts=False, binary_holds=False, deadline=deadline), ceiling)
+    (`start_tree.py` branches on them), and with the op rows (`op_rows`)."""
+    return capped(formulate(inst, binary_starts=False, binary_holds=False, deadline=deadline,
+                            op_rows=op_rows), ceiling)
 
 
 def weak_duality(lp: BoxLP, y: np.ndarray) -> float:
@@ -566,7 +592,7 @@ class CappedBound:
 
 
 def solve_capped(inst: Instance, ceiling: float, time_limit: float | None = None,
-                 threads: int = 1, seed: int = 0) -> CappedBound:
+                 threads: int = 1, seed: int = 0, op_rows: bool = False) -> CappedBound:
     """The capped LP by HiGHS's interior point method without crossover (the simplex does
     not finish it in minutes at 200-340 ops): its duals are approximate, which costs
     nothing in validity since any dual vector proves a bound; the bound is recomputed from
@@ -574,7 +600,7 @@ def solve_capped(inst: Instance, ceiling: float, time_limit: float | None = None
     began = time.perf_counter()
     deadline = INF if time_limit is None else began + time_limit
     try:
-        lp = capped_lp(inst, ceiling, deadline)
+        lp = capped_lp(inst, ceiling, deadline, op_rows)
     except BuildTimeout as late:
         return CappedBound(-INF, None, f"not built in time ({late})", time.perf_counter() - began)
     model = lp.highs_lp()

@@ -64,10 +64,13 @@ class StartTreeLP:
     priority: np.ndarray
 
 
-def tree_lp(inst: Instance, ceiling: float, deadline: float = math.inf) -> StartTreeLP:
-    """The LP of the module docstring, with `ceiling` (seconds) a valid latency; raises
-    `relaxation.BuildTimeout` past `deadline` (`time.perf_counter()`)."""
-    rel = relaxation.formulate(inst, binary_starts=True, binary_holds=True, deadline=deadline)
+def tree_lp(inst: Instance, ceiling: float, deadline: float = math.inf,
+            op_rows: bool = False) -> StartTreeLP:
+    """The LP of the module docstring, with `ceiling` (seconds) a valid latency (and the
+    op rows, given `op_rows`); raises `relaxation.BuildTimeout` past `deadline`
+    (`time.perf_counter()`)."""
+    rel = relaxation.formulate(inst, binary_starts=True, binary_holds=True, deadline=deadline,
+                               op_rows=op_rows)
     lp = relaxation.capped(rel, ceiling)
     priority = np.zeros(lp.cost.size)
     for t in range(inst.n_tensors):
@@ -78,23 +81,25 @@ def tree_lp(inst: Instance, ceiling: float, deadline: float = math.inf) -> Start
     return StartTreeLP(lp, np.asarray(lp.integer, bool), priority)
 
 
-def grow(inst: Instance, ceiling: float, time_limit: float, max_leaves: int) -> tuple[lp_tree.Grown, int]:
-    """A tree (`lp_tree.grow`) over the LP for at most `time_limit` seconds, building
-    included, and `max_leaves` leaves; with the LP's row count. Raises
-    `relaxation.BuildTimeout` when the LP is not built in time."""
+def grow(inst: Instance, ceiling: float, time_limit: float, max_leaves: int,
+         op_rows: bool = False) -> tuple[lp_tree.Grown, int]:
+    """A tree (`lp_tree.grow`) over the LP (with the op rows, given `op_rows`) for at most
+    `time_limit` seconds, building included, and `max_leaves` leaves; with the LP's row
+    count. Raises `relaxation.BuildTimeout` when the LP is not built in time."""
     began = time.perf_counter()
-    model = tree_lp(inst, ceiling, began + time_limit)
+    model = tree_lp(inst, ceiling, began + time_limit, op_rows)
     left = max(1.0, began + time_limit - time.perf_counter())
     grown = lp_tree.grow(model.lp, model.branchable, ceiling / model.lp.scale, left, max_leaves,
                          [], model.priority, model.lp.scale)
     return grown, int(model.lp.rlo.size)
 
 
-def check(inst: Instance, ceiling: float, rows: int, tree: Any) -> float:
+def check(inst: Instance, ceiling: float, rows: int, tree: Any, op_rows: bool = False) -> float:
     """The bound (seconds, at most `ceiling`, not yet margined) the tree proves on the LP
-    built with `ceiling`; -inf when the row count differs or the tree is malformed
-    (`lp_tree.check_tree`). `ceiling` must be a valid latency: the caller checks that."""
-    model = tree_lp(inst, ceiling)
+    built with `ceiling` (and the op rows, given `op_rows`); -inf when the row count
+    differs or the tree is malformed (`lp_tree.check_tree`). `ceiling` must be a valid
+    latency: the caller checks that."""
+    model = tree_lp(inst, ceiling, op_rows=op_rows)
     if rows != model.lp.rlo.size or not isinstance(tree, dict):
         return -math.inf
     return min(lp_tree.check_tree(model.lp, tree, model.branchable) * model.lp.scale, ceiling)

@@ -245,12 +245,13 @@ class CoverBound:
 
 
 def cover_bound(inst: Instance, ceiling: float, time_limit: float = 600.0,
-                max_rounds: int = MAX_ROUNDS) -> CoverBound:
-    """The delivery relaxation with cover rows found round by round (module docstring)."""
+                max_rounds: int = MAX_ROUNDS, op_rows: bool = False) -> CoverBound:
+    """The delivery relaxation (with its op rows, given `op_rows`) with cover rows found
+    round by round (module docstring)."""
     began = time.perf_counter()
     deadline = began + time_limit
     try:
-        base = with_copy_rows(delivery_bound.formulate(inst, ceiling, deadline))
+        base = with_copy_rows(delivery_bound.formulate(inst, ceiling, deadline, op_rows=op_rows))
     except TimeoutError as late:
         return CoverBound(-math.inf, [], None, -math.inf, 0, time.perf_counter() - began,
                           f"not built in time ({late})")
@@ -285,24 +286,26 @@ def cover_bound(inst: Instance, ceiling: float, time_limit: float = 600.0,
     return CoverBound(bound, kept, z, root, rounds, time.perf_counter() - began, status, x)
 
 
-def _rebuilt(inst: Instance, ceiling: float, raw_covers: Any, rows: int):
-    """The step-cover LP a certificate names, rebuilt from the instance with its covers,
-    or None when a cover is not one or the row count differs from the stored one."""
+def _rebuilt(inst: Instance, ceiling: float, raw_covers: Any, rows: int, op_rows: bool = False):
+    """The step-cover LP a certificate names, rebuilt from the instance with its covers
+    (and the op rows, given `op_rows`), or None when a cover is not one or the row count
+    differs from the stored one."""
     if not isinstance(raw_covers, list):
         return None
     covers = [valid_cover(inst, raw) for raw in raw_covers]
     if any(cv is None for cv in covers):
         return None
-    model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling)), covers)
+    model = with_covers(with_copy_rows(delivery_bound.formulate(inst, ceiling, op_rows=op_rows)), covers)
     return model if rows == model.lp.rlo.size else None
 
 
-def check(inst: Instance, ceiling: float, raw_covers: Any, rows: int, index: Any, value: Any) -> float:
+def check(inst: Instance, ceiling: float, raw_covers: Any, rows: int, index: Any, value: Any,
+          op_rows: bool = False) -> float:
     """The bound (seconds, before any margin) a certificate proves: the delivery
-    relaxation with `ceiling`, the covers appended, the dual vector (`rows` long, sparse
-    as `index`/`value`) through weak duality; -inf when a cover is not one or the duals
-    do not fit."""
-    model = _rebuilt(inst, ceiling, raw_covers, rows)
+    relaxation with `ceiling` (and its op rows, given `op_rows`), the covers appended, the
+    dual vector (`rows` long, sparse as `index`/`value`) through weak duality; -inf when a
+    cover is not one or the duals do not fit."""
+    model = _rebuilt(inst, ceiling, raw_covers, rows, op_rows)
     if model is None:
         return -math.inf
     try:
@@ -358,17 +361,18 @@ class CoverTree:
 
 
 def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int,
-              leaf_rounds: int = 0) -> CoverTree:
+              leaf_rounds: int = 0, op_rows: bool = False) -> CoverTree:
     """The covers of `cover_bound` (a third of the time at most), then a tree over the LP
     with them (`lp_tree.grow`, the columns of `branching`'s priority first) for the rest.
     With `leaf_rounds`, cut and branch: covers are separated again at every node's point
     (up to that many rounds a node), where branching has made homes and windows whole and
     covers bite that did not at the root's fractional point; each is appended to the one
-    list the certificate stores, since a cover holds at every valid solution."""
+    list the certificate stores, since a cover holds at every valid solution. With
+    `op_rows`, over the delivery relaxation with its op rows."""
     from memplace.solvers import lp_tree
     began = time.perf_counter()
-    got = cover_bound(inst, ceiling, time_limit / 3)
-    base = with_copy_rows(delivery_bound.formulate(inst, ceiling))
+    got = cover_bound(inst, ceiling, time_limit / 3, op_rows=op_rows)
+    base = with_copy_rows(delivery_bound.formulate(inst, ceiling, op_rows=op_rows))
     occ = occupancy(base)
     model = with_covers(base, got.covers, occ)
     branchable, priority = branching(model, got.point)
@@ -389,12 +393,14 @@ def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int
                      int(grown.lp.rlo.size))
 
 
-def check_tree(inst: Instance, ceiling: float, raw_covers: Any, rows: int, tree: Any) -> float:
+def check_tree(inst: Instance, ceiling: float, raw_covers: Any, rows: int, tree: Any,
+               op_rows: bool = False) -> float:
     """The bound (seconds, before any margin, at most the ceiling) a tree certificate
-    proves: the LP rebuilt with the covers, every disjunction on branchable columns
-    (`branching`), the least leaf bound by weak duality; -inf if anything does not fit."""
+    proves: the LP rebuilt with the covers (and the op rows, given `op_rows`), every
+    disjunction on branchable columns (`branching`), the least leaf bound by weak duality;
+    -inf if anything does not fit."""
     from memplace.solvers import lp_tree
-    model = _rebuilt(inst, ceiling, raw_covers, rows) if isinstance(tree, dict) else None
+    model = _rebuilt(inst, ceiling, raw_covers, rows, op_rows) if isinstance(tree, dict) else None
     if model is None:
         return -math.inf
     branchable, _ = branching(model)
