@@ -210,8 +210,9 @@ def test_the_rotation_bound_counts_every_turn_and_a_tampered_family_proves_nothi
     valid = solve(inst, "msa", time_limit=None, problem="residency").latency  # 40 µs
     cert = lp_dual(inst, ROTATION_MODEL)
     assert cert is not None and ROTATION_MODEL not in lp_models("residency")
-    plain = lp_dual(inst, "residency-delivery", 60.0, ceiling=valid)["bound"]  # 24 µs: every op at its fastest
-    assert plain * 1.5 < cert["bound"] <= valid * (1 + 1e-9)
+    # 24 µs without its op rows (every op at its fastest), 34.4 µs with them
+    plain = lp_dual(inst, "residency-delivery", 60.0, ceiling=valid)["bound"]
+    assert plain * 1.1 < cert["bound"] <= valid * (1 + 1e-9)
     assert cert["bound"] == pytest.approx(valid, rel=1e-6)  # msa's is optimal
     assert check_lp_dual(inst, cert) == pytest.approx(cert["bound"], rel=1e-12)
     for tamper in ({"at_most": 1}, {"tensors": [0, 1]}, {"tensors": [0, 1, 3]}, {"others": [1]},
@@ -288,8 +289,9 @@ def test_the_rotation_over_levels_counts_the_fast_turns_and_a_tampered_certifica
     cap = valid * 2
     cert = {"kind": "lp-dual", "model": ROTATION_LEVELS_MODEL, "members": list(members), "cap": cap}
     value = check_lp_dual(inst, cert)
-    plain = lp_dual(inst, "residency-delivery", 60.0, ceiling=valid)["bound"]  # every op at its fastest
-    assert plain * 1.2 < value <= valid * (1 + 1e-9)
+    # the delivery relaxation: every op at its fastest without its op rows, 51.1 µs with them
+    plain = lp_dual(inst, "residency-delivery", 60.0, ceiling=valid)["bound"]
+    assert plain * 1.05 < value <= valid * (1 + 1e-9)
     assert value == pytest.approx(rotation_bound.level_bound(inst, members) * (1 - 1e-9), rel=1e-12)
     lower = dict(cert, cap=value * 0.9)
     assert check_lp_dual(inst, lower) == pytest.approx(value * 0.9 * (1 - 1e-9), rel=1e-12)
