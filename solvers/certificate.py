@@ -45,6 +45,13 @@
   relaxation's (the ceiling must be at least a latency the library has verified). It
   solves in seconds where the capped relaxation takes minutes, and proves about as much.
 
+- Op rows (`delivery_bound.py`'s docstring, "Op rows"): per compute-bound op, the convex
+  hull of max(compute, memory) over which level serves each access. The delivery and
+  capped relaxations, the delivery tree, the tree with start binaries and the step-cover
+  LP and tree are built with them, and their certificates say so (`"op_rows": true`);
+  a check rebuilds the LP with them only where the certificate says so (`_op_rows`), so
+  the certificates of the library versions built before them re-check as they did.
+
 - A branch-and-bound tree over the delivery relaxation (model `residency-delivery-tree`,
   `solvers/lp_tree.py`): the homes are 0 or 1 at every point a valid solution maps to,
   so a disjunction on them (one home fixed to 0 or 1, or a count of equal-size weights
