@@ -27,24 +27,26 @@ from test_residency_tree_certificate import _random_tree
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _cert(inst: Instance, ceiling: float, grown: lp_tree.Grown, rows: int) -> dict:
+def _cert(inst: Instance, ceiling: float, grown: lp_tree.Grown, rows: int,
+          op_rows: bool = False) -> dict:
     return {"kind": "lp-dual", "model": START_TREE_MODEL, "ceiling": ceiling, "rows": rows,
-            "tree": grown.tree}
+            "tree": grown.tree, "op_rows": op_rows}
 
 
 def test_the_tree_is_solved_only_on_request():
     assert START_TREE_MODEL not in lp_models("residency")
 
 
+@pytest.mark.parametrize("op_rows", [False, True])
 @SETTINGS
 @given(st.integers(0, 10**6))
-def test_a_closed_tree_proves_at_most_the_exhaustive_optimum_and_at_least_its_root(seed):
+def test_a_closed_tree_proves_at_most_the_exhaustive_optimum_and_at_least_its_root(op_rows, seed):
     inst, best = tiny_case(seed, slow_copies=True)
     ceiling = best * 1.5  # above the optimum: the cap hides nothing a wrong tree would claim
-    grown, rows = start_tree.grow(inst, ceiling, 60.0, 2000)
+    grown, rows = start_tree.grow(inst, ceiling, 60.0, 2000, op_rows=op_rows)
     assert grown.status != "limit"  # every leaf closed or integral: the whole MILP searched
     assert grown.root_bound * (1 - 1e-6) <= grown.bound <= best * (1 + 1e-9)
-    proved = check_lp_dual(inst, _cert(inst, ceiling, grown, rows), valid_latency=best)
+    proved = check_lp_dual(inst, _cert(inst, ceiling, grown, rows, op_rows), valid_latency=best)
     assert proved == pytest.approx(grown.bound, rel=1e-7) and proved <= best
 
 

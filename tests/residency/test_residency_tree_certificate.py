@@ -42,17 +42,18 @@ def test_the_tree_is_solved_only_on_request():
     assert TREE_MODEL not in lp_models("residency")
 
 
+@pytest.mark.parametrize("op_rows", [False, True])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6))
-def test_a_grown_tree_proves_at_most_the_exhaustive_optimum_and_at_least_its_root(seed):
+def test_a_grown_tree_proves_at_most_the_exhaustive_optimum_and_at_least_its_root(op_rows, seed):
     inst, best = tiny_case(seed, slow_copies=True)
-    model = delivery_bound.formulate(inst, best)
+    model = delivery_bound.formulate(inst, best, op_rows=op_rows)
     branchable, groups, priority = _home_branching(inst, model)
     grown = lp_tree.grow(model.lp, branchable, best / model.scale, 20.0, 16, groups, priority,
                          model.scale)
     assert grown.root_bound * (1 - 1e-6) <= grown.bound <= best * (1 + 1e-9)
     cert = {"kind": "lp-dual", "model": TREE_MODEL, "ceiling": best, "rows": int(model.lp.rlo.size),
-            "tree": grown.tree}
+            "tree": grown.tree, "op_rows": op_rows}
     assert check_lp_dual(inst, cert, valid_latency=best) == pytest.approx(grown.bound, rel=1e-7)
 
 
