@@ -89,8 +89,8 @@ def show(lib: Library, e: Entry) -> str:
     out = [f"{e.id} ({lib.name}, {e.split} split)",
            f"  instance   {e.instance} (sha256 {e.sha256[:16]}...), {e.ops} "
            f"{'buffers' if e.problem == 'packing' else 'ops'}",
-           f"  default    {e.default['solver']}: {figure(e, e.default['objective'])} {_unit(e)}",
-           f"  best known {figure(e, e.best['objective'])} {_unit(e)} in {e.best.get('file')}",
+           f"  default    {e.default['solver']}: {figure(e, e.default['objective'])} {unit(e)}",
+           f"  best known {figure(e, e.best['objective'])} {unit(e)} in {e.best.get('file')}",
            f"             found by {prov.get('solver')} seed {prov.get('seed')} in "
            f"{prov.get('wall_s')} s (limit {prov.get('time_limit')}) at commit "
            f"{str(prov.get('commit'))[:10]} on {prov.get('date')}",
@@ -99,12 +99,13 @@ def show(lib: Library, e: Entry) -> str:
     for b in sorted(e.bounds, key=lambda b: -b["value"]):
         p = b.get("provenance") or {}
         check = "checkable" if BOUND_KINDS[b["kind"]][0] else "not cheaply checkable"
-        out.append(f"    {figure(e, b['value']):>14} {_unit(e)}  {b['kind']}"
+        out.append(f"    {figure(e, b['value']):>14} {unit(e)}  {b['kind']}"
                    f"{' (' + b['label'] + ')' if b.get('label') else ''}, {check}; certificate "
                    f"{b.get('certificate') or '(recomputed from the instance)'}; by {p.get('solver')} "
                    f"at {str(p.get('commit'))[:10]}")
     return "\n".join(out) + "\n"
 
 
-def _unit(e: Entry) -> str:
+def unit(e: Entry) -> str:
+    """The unit `figure` prints `e`'s figures in."""
     return "bytes" if e.problem == "packing" else "us"

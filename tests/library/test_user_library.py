@@ -21,6 +21,10 @@ def test_add_starts_a_library_of_ones_own_in_an_empty_folder_and_then_adds_to_it
                                  str(tmp_path / "one.json")])
     assert first.exit_code == 0, first.output
     assert f"started a library of your own at {folder}" in first.output
+    # figures in the problem's unit, as `lib list` prints them, not raw seconds
+    added = read_library(folder).entries[0]
+    assert (f"added static/one (train, {added.ops} ops): default "
+            f"{added.default['objective'] * 1e6:.3f} us, bound {added.bound * 1e6:.3f} us") in first.output
     lib = read_library(folder)
     assert lib.version == USER_VERSION and not lib.manifest["frozen"]
     assert [e.id for e in lib.entries] == ["static/one"]
