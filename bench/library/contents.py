@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Callable
 
 from memplace.bench.library import improve, store
+from memplace.bench.library.tables import figure, unit
 from memplace.instances.library import Library
 
 ONNX_EXPORTS = ("resnet50.dynamo", "bert_base.ts")
@@ -116,8 +117,8 @@ def _add_programs(lib: Library, sources: list[tuple[str, str]], echo: Callable[[
         if name in have:
             continue
         for e in improve.add_instance(lib, source, workload=workload):
-            echo(f"added {e.id} ({e.split}, {e.ops} ops): default {e.default['objective']:.6g}, "
-                 f"bound {e.bound or 0:.6g}")
+            echo(f"added {e.id} ({e.split}, {e.ops} ops): default {figure(e, e.default['objective'])} "
+                 f"{unit(e)}, bound {figure(e, e.bound)} {unit(e)}")
         have.add(name)
 
 
@@ -228,7 +229,7 @@ def inherit(lib: Library, older: Library, echo: Callable[[str], None] = print) -
                                                                       target),
                     prov, Path(old.best["file"]).suffix):
                 taken += 1
-                echo(f"{e.id}: best {objective:.6g} from {older.name} ({prov.get('solver')})")
+                echo(f"{e.id}: best {figure(e, objective)} {unit(e)} from {older.name} ({prov.get('solver')})")
         for b in old.bounds:
             certificate = read_certificate(older, b["certificate"]) if b.get("certificate") else None
             value = recompute_bound(older, e, instance, b)
@@ -240,7 +241,7 @@ def inherit(lib: Library, older: Library, echo: Callable[[str], None] = print) -
             prov = dict(b.get("provenance") or {}, library=older.name)
             if store.record_bound(lib, e, value, b["kind"], prov, certificate, b.get("label", "")):
                 taken += 1
-                echo(f"{e.id}: {b['kind']} bound {value:.6g} from {older.name}")
+                echo(f"{e.id}: {b['kind']} bound {figure(e, value)} {unit(e)} from {older.name}")
     store.save(lib)
     return taken
 
@@ -284,7 +285,7 @@ def carry_over(lib: Library, older: Library, echo: Callable[[str], None] = print
                 prov.setdefault("library", older.name)
         lib.entries.append(entry_of(data))
         copied += 1
-        echo(f"{old.id}: copied from {older.name} (best {old.best['objective']:.6g}, "
+        echo(f"{old.id}: copied from {older.name} (best {figure(old, old.best['objective'])} {unit(old)}, "
              f"{len(old.bounds)} bounds)")
     known = {d["id"] for d in lib.dropped}
     lib.dropped.extend(copy.deepcopy(d) for d in older.dropped if d["id"] not in known)

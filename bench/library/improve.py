@@ -20,7 +20,7 @@ import numpy as np
 
 from memplace.bench.library import store
 from memplace.bench.library.check import load_entry_instance
-from memplace.bench.library.tables import by_certified_gap, certified_gap_text
+from memplace.bench.library.tables import by_certified_gap, certified_gap_text, figure, unit
 from memplace.instances.library import OPTIMAL_GAP, Entry, Library
 from memplace.model.core.errors import MemplaceError, ParameterError
 
@@ -165,9 +165,10 @@ def record(lib: Library, outcome: dict[str, Any], notes: list[str] | None = None
         before = entry.best["objective"]
         if store.record_solution(lib, entry, outcome["objective"],
                                  lambda path: path.write_text(text, encoding="utf-8"), prov, suffix):
-            lines.append(f"{entry.id}: best {before:.6g} -> {outcome['objective']:.6g} ({task['solver']})")
+            lines.append(f"{entry.id}: best {figure(entry, before)} -> {figure(entry, outcome['objective'])} "
+                         f"{unit(entry)} ({task['solver']})")
     for bound in outcome.get("bounds", []):
-        named = f"{entry.id}: {bound['kind']} bound {bound['value']:.6g}" + \
+        named = f"{entry.id}: {bound['kind']} bound {figure(entry, bound['value'])} {unit(entry)}" + \
             (f" ({bound['label']})" if bound.get("label") else "")
         if store.record_bound(lib, entry, bound["value"], bound["kind"], prov,
                               bound.get("certificate"), bound.get("label", "")):
@@ -393,7 +394,7 @@ def offer_static(lib: Library, entries: Iterable[Entry] | None = None,
         if store.record_solution(lib, e, float(sol.latency),
                                  lambda path: sol.write(path, inst), prov):
             kept += 1
-            echo(f"{e.id}: best {before:.6g} -> {sol.latency:.6g} (static best known, "
+            echo(f"{e.id}: best {figure(e, before)} -> {figure(e, sol.latency)} {unit(e)} (static best known, "
                  f"{prov.get('solver')})")
     store.save(lib)
     return kept

@@ -250,7 +250,7 @@ def test_a_bound_proved_but_not_above_the_recorded_one_is_said(small_library, tm
     task = {"entry": entry.id, "solver": "lp-dual", "seed": 0, "time_limit": 1.0, "params": {}}
     low = {"kind": "branch-and-bound", "value": entry.best["objective"] * 0.5, "label": "x"}
     assert record(lib, {"task": task, "bounds": [low]}) == [f"{entry.id}: branch-and-bound bound "
-                                                            f"{low['value']:.6g} (x)"]
+                                                            f"{low['value'] * 1e6:.3f} us (x)"]
     notes: list[str] = []
     assert record(lib, {"task": task, "bounds": [dict(low, value=low["value"] * 0.9)]}, notes) == []
     assert len(notes) == 1 and notes[0].endswith("not recorded (one of its kind at least as high is)")
