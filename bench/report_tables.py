@@ -74,7 +74,7 @@ class Table:
         writer.writerow([c.key for c in self.columns])
         for row in self.rows:
             writer.writerow(["" if v is None or (isinstance(v, float) and math.isnan(v)) else
-                             repr(v) if isinstance(v, float) else v for v in row])
+                             csv_float(v) if isinstance(v, float) else v for v in row])
         return buffer.getvalue()
 
     def write(self, folder: Path) -> list[Path]:
@@ -84,6 +84,13 @@ class Table:
             write_atomically(path, text, "table")
             paths.append(path)
         return paths
+
+
+def csv_float(value: float) -> str:
+    """`value` to 12 significant digits: a mean's last bits depend on the numpy release
+    summing it (numpy 2.4.6 and an earlier one differed in the 17th digit), a table's do
+    not."""
+    return f"{value:.12g}"
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
