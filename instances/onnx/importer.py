@@ -29,7 +29,7 @@ from onnx import TensorProto
 from memplace.instances.onnx.errors import OnnxImportError
 from memplace.instances.onnx.flops import conservative_flops, node_flops
 from memplace.instances.onnx.graph import (INDEX_INPUTS, PARAMETER_INPUTS, Lowered, classify,
-                                           node_label)
+                                           node_label, refuse_control_flow)
 from memplace.instances.onnx.shapes import (ShapedModel, bind_dimensions, element_bytes,
                                             load_model, resolve_shapes, slim_model)
 
@@ -73,6 +73,10 @@ class _Emitter:
             node = next((n for n in self.lowered.nodes if value in n.output), None)
             where = f"output of node {node_label(node, 0)}" if node is not None else "a graph input"
             notes = f"; {'; '.join(self.shaped.notes)}" if self.shaped.notes else ""
+            rejected = self.shaped.schema_error(node) if node is not None else None
+            if rejected:  # ONNX refuses the node itself: say so first, it is the cause
+                raise OnnxImportError(f"node {node_label(node, 0)} is not valid ONNX, so the "
+                                      f"shape of {value!r} is unknown: {rejected}")
             raise OnnxImportError(f"the shape of {value!r} ({where}) is unknown after shape "
                                   f"inference{notes}")
         return found[1]
@@ -214,6 +218,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
     else:
         proto, stem = load_model(model), Path(model).name.split(".")[0]
     total_nodes = len(proto.graph.node)
+    refuse_control_flow(proto.graph)
     slim, initializers = slim_model(proto)
     del proto
     bind_dimensions(slim, batch, dict(dims or {}), initializers)

@@ -67,6 +67,25 @@ class ShapedModel:
     initializers: dict[str, Initializer]
     types: dict[str, tuple[int, tuple[int, ...]]]
     notes: list[str] = field(default_factory=list)
+    opsets: list[onnx.OperatorSetIdProto] = field(default_factory=list)
+
+    def schema_error(self, node: onnx.NodeProto) -> str | None:
+        """ONNX's own complaint about `node` given its inputs' known types (e.g. an
+        attribute out of range, which leaves the node's outputs unknown without a word when
+        inference is not strict), or None when it has none."""
+        inputs = [helper.make_tensor_value_info(v, *self.types[v]) for v in dict.fromkeys(node.input)
+                  if v and v in self.types]
+        if len(inputs) < len([v for v in node.input if v]):
+            return None  # an input is unknown too: the cause lies upstream
+        graph = helper.make_graph([node], "node", inputs, [helper.make_value_info(o, onnx.TypeProto())
+                                                             for o in node.output if o])
+        try:
+            onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=self.opsets),
+                                              strict_mode=True)
+        except Exception as exc:  # the complaint is what is wanted
+            text = " ".join(str(exc).split())
+            return text.split("Inference error(s): ")[-1][:300] or type(exc).__name__
+        return None
 
 
 def element_bytes(elem_type: int) -> int:
@@ -251,7 +270,7 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
         if types and len(types) > before:
             notes.append(f"{name} resolved {len(types) - before} shapes")
     _fold_and_infer(model, types, wanted, onnx_inference, notes)
-    return ShapedModel(initializers, types, notes)
+    return ShapedModel(initializers, types, notes, list(model.opset_import))
 
 
 def _fold_and_infer(model: onnx.ModelProto, types: dict[str, tuple[int, tuple[int, ...]]],

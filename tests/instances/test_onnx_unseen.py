@@ -3,17 +3,20 @@ architectures"): opset-23 fused attention and rotary embeddings counted by formu
 an empty dimension (a decode step's empty key/value cache) accepted as the fixed size it is;
 from the second round, recurrent layers (LSTM, GRU, RNN) counted by formula; from the third,
 nodes computed from weights only (NF-ResNet's weight standardization, wav2vec2's weight norm)
-folded at compile time."""
+folded at compile time; from the fourth, an invalid node named as ONNX's inference names it,
+and control flow refused before shapes are resolved."""
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from memplace.instances import from_onnx
 from memplace.instances.onnx import OnnxImportWarning
+from memplace.instances.onnx.errors import OnnxImportError
 from memplace.model import Instance
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
@@ -199,3 +202,38 @@ def test_a_broadcast_of_a_small_weight_stays_an_op():
              helper.make_node("Add", ["x", "rows"], ["y"], name="add")]
     w = _import(_model(nodes, [_vi("x", F, [128, 16])], [_vi("y", F, None)], [table, shape]))
     assert [op["name"] for op in w["workload"]["ops"]] == ["expand", "add"]
+
+
+# --------------------------------------------------------------------------- fourth round
+def test_a_node_onnx_rejects_is_named_with_onnxs_reason():
+    # Mamba2's TorchScript export writes permute(0, -2, -1, 1) as a Transpose with negative
+    # axes, which ONNX (and onnxruntime) reject; non-strict inference only leaves its shape
+    # unknown, and the import used to say no more than that
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], name="negative_perm", perm=[0, -2, -1, 1]),
+             helper.make_node("Relu", ["t"], ["y"], name="after")]
+    model = _model(nodes, [_vi("x", F, [1, 8, 2, 32])], [_vi("y", F, None)], opset=17)
+    with pytest.raises(OnnxImportError) as refused:
+        from_onnx(model, "nnpi", name="m")
+    message = str(refused.value)
+    assert "'negative_perm' (Transpose) is not valid ONNX" in message
+    assert "Invalid attribute perm {0, -2, -1, 1}" in message
+
+
+def test_control_flow_is_refused_before_shapes_are_resolved(monkeypatch):
+    # MViT-v2-S's TorchScript export (a Loop per pooled attention) took 213 s of shape
+    # inference before its first Loop was refused; now it is refused first
+    import memplace.instances.onnx.importer as importer
+
+    def resolve(*args):
+        raise AssertionError("shapes resolved before the Loop was refused")
+    monkeypatch.setattr(importer, "resolve_shapes", resolve)
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"])], "body",
+                             [_vi("i", I64, []), _vi("c", TensorProto.BOOL, [])],
+                             [_vi("c_out", TensorProto.BOOL, [])])
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="first"),
+             helper.make_node("Loop", ["", "cond"], [], name="pool_k/Loop", body=body),
+             helper.make_node("Relu", ["r"], ["y"], name="last")]
+    model = _model(nodes, [_vi("x", F, [4]), _vi("cond", TensorProto.BOOL, [])],
+                   [_vi("y", F, None)], opset=17)
+    with pytest.raises(OnnxImportError, match=r"'pool_k/Loop' \(Loop\): control flow"):
+        from_onnx(model, "nnpi", name="m")
