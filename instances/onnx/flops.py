@@ -7,7 +7,7 @@ small constant per output element (`ELEMENTWISE`), the same constants as
 layer norm 8, GELU 8, its erf decomposition Div+Erf+Add+Mul+Mul = 1+4+1+1+1 = 8,
 swish Sigmoid+Mul = 4+1 = 5); pooling one flop per window element and output
 element (global pooling and reductions: one per input element); data movement
-(transpose, gather, slice, concat, pad, ...) 0. Recurrent layers (`RNN`, `GRU`, `LSTM`)
+(transpose, gather, slice, concat, pad, ...) 0; `Col2Im` one addition per block element. Recurrent layers (`RNN`, `GRU`, `LSTM`)
 count their two products per step, gate and direction and their default activations and
 gate arithmetic per hidden unit (`RECURRENT`).
 """
@@ -48,7 +48,7 @@ WINDOW_POOLS = ("MaxPool", "AveragePool", "LpPool")
 DATA_MOVEMENT = ("Transpose", "Concat", "Slice", "Split", "Gather", "GatherElements", "GatherND",
                  "Pad", "Tile", "Expand", "ScatterND", "ScatterElements", "Scatter", "DepthToSpace",
                  "SpaceToDepth", "Resize", "Upsample", "Compress", "ReverseSequence", "Trilu",
-                 "OneHot", "NonZero", "Unique", "CenterCropPad", "Col2Im", "SplitToSequence",
+                 "OneHot", "NonZero", "Unique", "CenterCropPad", "SplitToSequence",
                  "MaxRoiPool", "RoiAlign", "GridSample", "TopK", "EyeLike")
 
 
@@ -144,7 +144,10 @@ FORMULAS: dict[str, Callable[[onnx.NodeProto, list[Shape], list[Shape]], float]]
     "ConvTranspose": _conv_transpose, "Attention": _attention,
     **dict.fromkeys(RECURRENT, _recurrent),
     # x * cos + rotate(x) * sin per element of the rotated part (opset 23)
-    "RotaryEmbedding": lambda n, i, o: 3.0 * _prod(o[0]), "MatMul": _matmul, "MatMulInteger": _matmul,
+    "RotaryEmbedding": lambda n, i, o: 3.0 * _prod(o[0]),
+    # fold (torch.nn.Fold, VOLO's outlook attention): every block element of the input
+    # [N, C x block, L] is added into the image where the blocks overlap
+    "Col2Im": lambda n, i, o: float(_prod(i[0])), "MatMul": _matmul, "MatMulInteger": _matmul,
     "QLinearMatMul": lambda n, i, o: _matmul(n, [i[0]], o), "Gemm": _gemm, "Einsum": _einsum,
     **dict.fromkeys(WINDOW_POOLS, _window_pool),
     **{op: (lambda n, i, o: float(_prod(i[0]))) for op in REDUCTIONS},

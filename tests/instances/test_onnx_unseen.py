@@ -237,3 +237,16 @@ def test_control_flow_is_refused_before_shapes_are_resolved(monkeypatch):
                    [_vi("y", F, None)], opset=17)
     with pytest.raises(OnnxImportError, match=r"'pool_k/Loop' \(Loop\): control flow"):
         from_onnx(model, "nnpi", name="m")
+
+
+def test_col2im_adds_every_block_element_into_the_image():
+    # VOLO's outlook attention folds 3x3 blocks back into a 6x6 image (torch.nn.Fold): each
+    # of the 2*9*36 block elements is added into the image, where 0 (data movement) was
+    shape = numpy_helper.from_array(np.array([6, 6], np.int64), "image_shape")
+    block = numpy_helper.from_array(np.array([3, 3], np.int64), "block_shape")
+    node = helper.make_node("Col2Im", ["cols", "image_shape", "block_shape"], ["y"], name="fold",
+                            pads=[1, 1, 1, 1])
+    model = _model([node], [_vi("cols", F, [1, 2 * 9, 36])], [_vi("y", F, None)], [shape, block],
+                   opset=18)
+    (op,) = _import(model)["workload"]["ops"]
+    assert op["flops"] == 2 * 9 * 36
