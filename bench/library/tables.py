@@ -21,7 +21,10 @@ def percent(gap: float | None) -> str:
 
 
 def two_decimals(value: float) -> str:
-    """A figure with two decimals, 0.00 rather than -0.00 when it rounds to zero."""
+    """A figure with two decimals, 0.00 rather than -0.00 when it rounds to zero; '-' for
+    none (NaN: the mean gap of a submission with no valid solution)."""
+    if math.isnan(value):
+        return "-"
     text = f"{value:.2f}"
     return "0.00" if text == "-0.00" else text
 

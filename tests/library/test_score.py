@@ -41,6 +41,17 @@ def test_a_mean_gap_that_rounds_to_zero_prints_without_a_sign(small_library):
     assert "-0.00" not in row and "| 0.00 |" in row
 
 
+def test_a_submission_with_no_valid_solution_prints_no_mean_gap(small_library):
+    # a folder whose only file names levels of another preset (an edge-tpu solution of an
+    # nnpi entry, the fourth round's): its mean gaps printed as "nan"
+    lib = read_library(small_library)
+    e = next(e for e in lib.entries if e.problem == "static")
+    invalid = Score(e, "other.json", None, error="unknown level 'HOST'")
+    assert summary([invalid])["static"]["valid"] == 0
+    row = summary_table({"other": [invalid]}).splitlines()[-1]
+    assert "nan" not in row and row.endswith("| - | - | 0 / 1 |")
+
+
 def test_an_invalid_solution_scores_as_the_default_and_says_why(small_library, tmp_path):
     lib = read_library(small_library)
     folder = _submission(lib, tmp_path / "sub")
