@@ -429,25 +429,38 @@ def formulate(inst: Instance, ceiling: float, deadline: float = INF,
     return with_op_rows(model) if op_rows else model
 
 
+def op_row_terms(inst: Instance, op: int) -> dict[int, list[float]] | None:
+    """Op `op`'s row terms (module docstring, "Op rows"), in seconds: for each of its
+    accesses a that moves bytes, (delta(a, x) - s)^+ for every level x; None when the op
+    gets no row (s < 0). `relaxation._Formulation.op_rows` states the same row over its
+    own columns."""
+    fastest = float(inst.bandwidth.max())
+    lo, hi = int(inst.op_ptr[op]), int(inst.op_ptr[op + 1])
+    slack = float(inst.compute[op]) - float(inst.op_bytes[lo:hi].sum()) / fastest
+    if slack < 0:
+        return None
+    terms = {}
+    for a in range(lo, hi):
+        nbytes = float(inst.op_bytes[a])
+        if nbytes:
+            terms[a] = [max(0.0, nbytes / float(inst.bandwidth[x]) - nbytes / fastest - slack)
+                        for x in range(inst.n_levels)]
+    return terms
+
+
 def op_rows(model: DeliveryModel) -> list[AddedRow]:
     """The op rows of the module docstring: one per op of the block whose compute is at
     least its accesses' time at the fastest bandwidth and some access can cost more."""
     inst, scale = model.instance, model.scale
-    fastest = float(inst.bandwidth.max())
+    extras = [op_row_terms(inst, k + model.lo) for k in range(len(model.elapsed))]
     terms: dict[int, dict[int, float]] = {}  # per step: column -> its extra time
-    slack = {}
-    for k in range(len(model.elapsed)):
-        op = k + model.lo
-        memory = float(inst.op_bytes[inst.op_ptr[op]:inst.op_ptr[op + 1]].sum()) / fastest
-        slack[k] = (float(inst.compute[op]) - memory) / scale
     for t, cols in model.columns.items():
         y = model.homes[t]
         for k, w_of, a in zip(cols.ops, cols.windows, cols.accesses):
-            nbytes = float(inst.op_bytes[a])
-            if not nbytes or slack[k] < 0:
+            extra = (extras[k] or {}).get(a)
+            if extra is None:
                 continue
-            extra = [max(0.0, (nbytes / float(inst.bandwidth[x]) - nbytes / fastest) / scale
-                         - slack[k]) for x in range(inst.n_levels)]
+            extra = [e / scale for e in extra]
             row = terms.setdefault(k, {})
             served = [(int(y[h]), extra[h]) for h in range(inst.n_levels) if y[h] >= 0]
             served += [(col, extra[l] - extra[h]) for (l, h), col in w_of.items()]

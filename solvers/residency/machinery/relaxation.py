@@ -99,6 +99,7 @@ import numpy as np
 from memplace.model import Instance, latency
 from memplace.solvers.highs import new_highs, run
 from memplace.solvers.box_lp import BoxLP, Rows
+from memplace.solvers.residency.machinery.delivery_bound import op_row_terms
 
 INF = math.inf
 
@@ -409,21 +410,14 @@ class _Formulation:
         """Per op that is compute-bound with every access at the fastest bandwidth, its op
         row (`delivery_bound.py`'s module docstring, "Op rows", where the argument is):
         E[k] >= compute_k + sum over its accesses a and levels l of
-        (delta(a, l) - slack_k)^+ * s[a, l]."""
+        (delta(a, l) - slack_k)^+ * s[a, l], the terms of `delivery_bound.op_row_terms`."""
         inst, b = self.inst, self.b
-        fastest = float(inst.bandwidth.max())
         for k in range(inst.n_ops):
-            lo, hi = int(inst.op_ptr[k]), int(inst.op_ptr[k + 1])
-            slack = float(inst.compute[k]) - float(inst.op_bytes[lo:hi].sum()) / fastest
-            if slack < 0:
+            extras = op_row_terms(inst, k)
+            if extras is None:
                 continue
-            terms = []
-            for a in range(lo, hi):
-                nbytes = float(inst.op_bytes[a])
-                for l in range(inst.n_levels):
-                    extra = nbytes / float(inst.bandwidth[l]) - nbytes / fastest - slack
-                    if (a, l) in self.s and nbytes and extra > 0:
-                        terms.append((self.s[a, l], -extra / self.scale))
+            terms = [(self.s[a, l], -extra[l] / self.scale) for a, extra in extras.items()
+                     for l in range(inst.n_levels) if (a, l) in self.s and extra[l] > 0]
             if terms:
                 b.row([(self.E[k], 1.0)] + terms, float(inst.compute[k]) / self.scale)
 
