@@ -154,7 +154,7 @@ def refuse_control_flow(graph: onnx.GraphProto) -> None:
                                   "not supported; export the model with its loops unrolled")
 
 
-def _live_nodes(graph: onnx.GraphProto, op_types: list[str], inputs: list[list[str]],
+def _live_nodes(graph: onnx.GraphProto, inputs: list[list[str]],
                 outputs: list[list[str]]) -> list[int]:
     """Indices of the nodes whose outputs reach a graph output, in stored order; checks that
     the stored order is topological (`refuse_control_flow` has refused subgraphs before)."""
@@ -193,7 +193,7 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
     all_ops = [n.op_type for n in graph.node]
     all_ins = [list(n.input) for n in graph.node]
     all_outs = [list(n.output) for n in graph.node]
-    live = _live_nodes(graph, all_ops, all_ins, all_outs)
+    live = _live_nodes(graph, all_ins, all_outs)
     nodes = [graph.node[i] for i in live]
     op_types = [all_ops[i] for i in live]
     node_inputs = [all_ins[i] for i in live]
