@@ -238,11 +238,10 @@ def add_command(version: str, instances: tuple[str, ...], problems: tuple[str, .
         create(USER_VERSION, "a library of the user's own, started by 'memplace lib add'", Path(version))
         click.echo(f"started a library of your own at {version} (memplace-lib/{USER_VERSION}, unfrozen)")
         lib = _read(version)
-    from memplace.bench.library.tables import figure, unit
+    from memplace.bench.library.tables import added_text
     for source in instances:
         for e in add_instance(lib, source, problems or ("static", "residency")):
-            click.echo(f"added {e.id} ({e.split}, {e.ops} {'buffers' if e.problem == 'packing' else 'ops'}): default "
-                       f"{figure(e, e.default['objective'])} {unit(e)}, bound {figure(e, e.bound)} {unit(e)}")
+            click.echo(added_text(e))
 
 
 @lib_group.command("score")

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Callable
 
 from memplace.bench.library import improve, store
-from memplace.bench.library.tables import figure, unit
+from memplace.bench.library.tables import added_text, figure, unit
 from memplace.instances.library import Library
 
 ONNX_EXPORTS = ("resnet50.dynamo", "bert_base.ts")
@@ -117,8 +117,7 @@ def _add_programs(lib: Library, sources: list[tuple[str, str]], echo: Callable[[
         if name in have:
             continue
         for e in improve.add_instance(lib, source, workload=workload):
-            echo(f"added {e.id} ({e.split}, {e.ops} ops): default {figure(e, e.default['objective'])} "
-                 f"{unit(e)}, bound {figure(e, e.bound)} {unit(e)}")
+            echo(added_text(e))
         have.add(name)
 
 

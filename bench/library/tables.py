@@ -109,6 +109,12 @@ def show(lib: Library, e: Entry) -> str:
     return "\n".join(out) + "\n"
 
 
+def added_text(e: Entry) -> str:
+    """The line `lib add` and `lib build` print for an entry they added."""
+    return (f"added {e.id} ({e.split}, {e.ops} {'buffers' if e.problem == 'packing' else 'ops'}): "
+            f"default {figure(e, e.default['objective'])} {unit(e)}, bound {figure(e, e.bound)} {unit(e)}")
+
+
 def unit(e: Entry) -> str:
     """The unit `figure` prints `e`'s figures in."""
     return "bytes" if e.problem == "packing" else "us"
