@@ -156,6 +156,7 @@ class _UnknownOnce:
 
 
 def test_a_node_whose_lp_ends_unknown_is_solved_again_and_the_tree_goes_on(monkeypatch):
+    monkeypatch.setattr(lp_tree, "STRONG_MAX", 0)  # so that the second run is a node's LP
     lp, branchable = _two_columns_lp(), np.ones(2, bool)
     plain = lp_tree.grow(lp, branchable, -1.0, 10.0, 10)
     assert plain.status == "closed" and plain.bound == pytest.approx(-1.0)
@@ -165,3 +166,33 @@ def test_a_node_whose_lp_ends_unknown_is_solved_again_and_the_tree_goes_on(monke
     assert again.lp_statuses.get(lp_tree.RETRIED) == 1
     assert (again.status, again.bound, again.leaves) == (plain.status, plain.bound, plain.leaves)
     assert lp_tree.check_tree(lp, again.tree, branchable) == pytest.approx(-1.0)
+
+
+def _decoy_lp() -> BoxLP:
+    """min -x0 - x1 - x2 - 2 x3 over x0 + x1 + x2 <= 1.5 and 2 x3 <= 1, all 0/1 at every
+    "valid" point: LP optimum -2.5 (x3 = 0.5 and one of x0..x2 at 0.5). Splitting any of
+    x0..x2 leaves both children at -2.5; splitting x3 lifts the bound to -1.5 (down: x3
+    = 0; up: infeasible)."""
+    return BoxLP(cost=np.array([-1.0, -1.0, -1.0, -2.0]), lo=np.zeros(4), hi=np.ones(4),
+                 rlo=np.array([-math.inf, -math.inf]), rhi=np.array([1.5, 1.0]),
+                 r=np.array([0, 0, 0, 1]), c=np.array([0, 1, 2, 3]), v=np.array([1.0, 1.0, 1.0, 2.0]))
+
+
+def test_reliability_branching_finds_the_column_that_lifts_the_bound_where_priority_misleads():
+    lp, branchable = _decoy_lp(), np.ones(4, bool)
+    priority = np.array([3.0, 3.0, 3.0, 1.0])  # the decoys first
+    one_split = {"cap": 0.0, "time_limit": 10.0, "max_leaves": 2, "priority": priority}
+    by_priority = lp_tree.grow(lp, branchable, branching="priority", **one_split)
+    reliable = lp_tree.grow(lp, branchable, **one_split)
+    assert by_priority.root_bound == reliable.root_bound == pytest.approx(-2.5)
+    assert by_priority.bound == pytest.approx(-2.5) and by_priority.tree["branch"] != [3]
+    assert reliable.tree["branch"] == [3] and reliable.bound == pytest.approx(-1.5)
+    assert reliable.strong_solves > 0 and by_priority.strong_solves == 0
+    for grown in (by_priority, reliable):  # both trees check to what they claim
+        assert lp_tree.check_tree(lp, grown.tree, branchable) == pytest.approx(grown.bound)
+    # grown until closed, both rules prove the integer optimum, -1
+    for branching in lp_tree.BRANCHINGS:
+        closed = lp_tree.grow(lp, branchable, -1.0, 10.0, 50, priority=priority, branching=branching)
+        assert closed.status == "closed" and closed.bound == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="unknown branching 'best'"):
+        lp_tree.grow(lp, branchable, 0.0, 10.0, 2, branching="best")
