@@ -449,7 +449,7 @@ class _Solver:
                 break  # the rest take the mean pseudocost
             began = time.perf_counter()
             gains = []
-            for side, (a, b) in enumerate(((lo[j], 0.0), (1.0, hi[j]))):
+            for a, b in ((lo[j], 0.0), (1.0, hi[j])):  # down, up
                 h.changeColBounds(j, a, b)
                 h.run()
                 self.strong += 1
