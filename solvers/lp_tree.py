@@ -112,6 +112,7 @@ class Split:
     fields: dict[str, Any]
     down: Row
     up: Row
+    value: float = 0.5  # a one-column split's column at the point it was chosen at (`_Solver._solve`)
 
 
 # a caller's kind of disjunction: a stored node to its (down, up) rows, None if not valid
@@ -270,7 +271,6 @@ class _Node:
     leaf: dict[str, Any] = field(compare=False)  # the tree node this open leaf is
     split: Split | None = field(compare=False, default=None)
     solved: bool = field(compare=False, default=True)  # its LP solved to optimality
-    frac: float = field(compare=False, default=0.5)  # its split column's value, when one column
 
 
 @dataclass
@@ -324,18 +324,22 @@ class _Solver:
         self.cut_rows = 0
         self.strong = 0
         self.node_s = self.strong_s = 0.0  # seconds in the nodes' LPs, in strong branching's
-        self.x: np.ndarray | None = None
         n = lp.cost.size  # pseudocosts: per column, gain sums and counts, down and up
         self.pc_sum, self.pc_n = np.zeros((2, n)), np.zeros((2, n))
 
-    def learn(self, split: Split, frac: float, parent: float, children: tuple[float, float]) -> None:
-        """A pseudocost observation: the bound gained per unit of fractionality by each
-        child of a one-column split at value `frac`."""
-        if not split.down.box:
-            return
-        j = split.down.cols[0]
-        for side, (b, f) in enumerate(((children[0], frac), (children[1], 1.0 - frac))):
-            if f > FRACTIONAL and math.isfinite(b):
+    def learn(self, split: Split, parent: float, children: tuple[float, float]) -> None:
+        """The pseudocosts a one-column split's solved children teach (`parent` and
+        `children`: their bounds)."""
+        if split.down.box:
+            self._observe(split.down.cols[0], split.value, parent,
+                          tuple(b if math.isfinite(b) else None for b in children))
+
+    def _observe(self, j: int, value: float, parent: float,
+                 children: tuple[float | None, float | None]) -> None:
+        """Pseudocost observations for column j split at `value`: each child's bound (None:
+        unknown) less `parent`'s, capped at `cap`, per unit of fractionality on its side."""
+        for side, (b, f) in enumerate(zip(children, (value, 1.0 - value))):
+            if b is not None and f > FRACTIONAL:
                 self.pc_sum[side, j] += max(0.0, min(b, self.cap) - parent) / f
                 self.pc_n[side, j] += 1
 
@@ -410,13 +414,14 @@ class _Solver:
         if x is not None and bound < self.cap:
             row_dual = np.asarray(sol.row_dual, np.float64)[:n_rows] if sol.dual_valid else None
             split = self._split(x, lo, hi, row_dual, bound)
+            if split is not None and split.down.box:
+                split.value = float(x[split.down.cols[0]])
         if rows:
             h.deleteRows(len(rows), np.arange(n_rows, n_rows + len(rows), dtype=np.int32))
-        self.x = x
         return bound, y, mu, split, x
 
     def _split(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-               row_dual: np.ndarray | None, bound: float = 0.0) -> Split | None:
+               row_dual: np.ndarray | None, bound: float) -> Split | None:
         for group, coefs in self.groups:
             total = float(x[group].sum()) if coefs is None else float(x[group] @ coefs)
             if abs(total - round(total)) > FRACTIONAL:
@@ -448,26 +453,18 @@ class _Solver:
             if self.solved > 1 and self.strong_s > STRONG_SHARE * (self.node_s + self.strong_s):
                 break  # the rest take the mean pseudocost
             began = time.perf_counter()
-            gains = []
+            children: list[float | None] = []
             for a, b in ((lo[j], 0.0), (1.0, hi[j])):  # down, up
                 h.changeColBounds(j, a, b)
                 h.run()
                 self.strong += 1
                 status = h.modelStatusToString(h.getModelStatus())
-                if status == "Infeasible":
-                    gains.append(self.cap - bound)
-                elif status == "Optimal":
-                    gains.append(max(0.0, min(h.getInfo().objective_function_value, self.cap) - bound))
-                else:
-                    gains.append(None)
+                children.append(self.cap if status == "Infeasible" else
+                                h.getInfo().objective_function_value if status == "Optimal" else None)
             h.changeColBounds(j, lo[j], hi[j])
             self.strong_s += time.perf_counter() - began
-            f = float(x[j])
-            for side, (g, ff) in enumerate(zip(gains, (f, 1.0 - f))):
-                if g is not None:
-                    self.pc_sum[side, j] += g / ff
-                    self.pc_n[side, j] += 1
-            if gains[0] is not None and gains[1] is not None and min(gains) >= self.cap - bound:
+            self._observe(j, float(x[j]), bound, (children[0], children[1]))
+            if None not in children and min(children) >= self.cap:
                 return j  # both children closed
         n = self.pc_n[:, which]
         known = self.pc_n.sum(axis=1)
@@ -476,13 +473,6 @@ class _Solver:
         f = x[which]
         score = np.maximum(psi[0] * f, 1e-9) * np.maximum(psi[1] * (1.0 - f), 1e-9)
         return int(which[int(np.argmax(score))])
-
-
-def _frac(split: Split | None, x: np.ndarray | None) -> float:
-    """The value of a one-column split's column at the point it was chosen at."""
-    if split is None or x is None or not split.down.box:
-        return 0.5
-    return float(x[split.down.cols[0]])
 
 
 def _group(g: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -512,7 +502,7 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
     bound, y, mu, split = solver.solve([], None)
     root_bound = bound
     root.update(_leaf(y, mu))
-    heap = [_Node(bound, 0, [], root, split, solver.optimal, _frac(split, solver.x))]
+    heap = [_Node(bound, 0, [], root, split, solver.optimal)]
     duals = {id(root): (y, mu)}
     serial, leaves, status = 1, 1, "stopped"
     while heap:
@@ -537,9 +527,9 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
             duals[id(leaf)] = (yc, muc)
             children.append(leaf)
             bounds.append(b)
-            heapq.heappush(heap, _Node(b, serial, path, leaf, sc, solver.optimal, _frac(sc, solver.x)))
+            heapq.heappush(heap, _Node(b, serial, path, leaf, sc, solver.optimal))
             serial += 1
-        solver.learn(node.split, node.frac, node.bound, (bounds[0], bounds[1]))
+        solver.learn(node.split, node.bound, (bounds[0], bounds[1]))
         node.leaf.clear()
         node.leaf.update({**node.split.fields, "down": children[0], "up": children[1]})
         leaves += 1
