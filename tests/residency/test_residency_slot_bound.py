@@ -59,7 +59,7 @@ def test_electra_small_tree_certificate_round_trip_and_tampering():
     inst = Instance.load(lib.instance_source(entry))
     ceiling = entry.best["objective"]
     # the covers, the split and a short tree, checked from the instance
-    got = slot_bound.grow_tree(inst, ceiling, ceiling / 1.01, 30.0, 6)
+    got = slot_bound.grow_tree(inst, ceiling, ceiling / 1.01, 30.0, 2)  # two leaves: 20 s, six: 33
     assert got.tree is not None and got.splits and got.covers and got.leaves >= 2
     covers = slot_bound.covers_json(got.covers)
     bound = slot_bound.check_tree(inst, ceiling, got.unit, list(got.splits), covers, got.rows, got.tree)
