@@ -62,12 +62,16 @@ def run_task(task: Task) -> dict[str, Any]:
         from memplace.solvers.certificate import closed_form, lp_dual, lp_models
         bounds = ([{"kind": "closed-form", "value": closed_form(inst), "label": ""}]
                   if task.params.get("closed_form", True) else [])
+        unproved = []
         for model in task.params.get("models", lp_models(task.problem)):
             cert = lp_dual(inst, model, task.time_limit, task.params.get("ceiling"))
             if cert is not None:
                 bounds.append({"kind": "lp-dual", "value": cert["bound"], "label": model,
                                "certificate": cert})
-        return {"task": asdict(task), "bounds": bounds, "wall_s": time.perf_counter() - began}
+            else:
+                unproved.append(model)
+        return {"task": asdict(task), "bounds": bounds, "unproved": unproved,
+                "wall_s": time.perf_counter() - began}
     from memplace.solvers import load_kernels
     load_kernels([task.solver], task.problem)  # compiled (or loaded) before the solver's clock
     result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
@@ -150,8 +154,8 @@ def _guarded(task: Task) -> dict[str, Any]:
 
 def record(lib: Library, outcome: dict[str, Any], notes: list[str] | None = None) -> list[str]:
     """Record what a task found in the library; one line per improvement (and in `notes`,
-    if given, one per bound proved that was not better than the one recorded, so a long
-    certifying run says what it proved)."""
+    if given, one per bound proved that was not better than the one recorded and one per
+    certificate model that gave none, so a long certifying run says what it proved)."""
     task = outcome["task"]
     entry = lib.entry(task["entry"])
     lines = []
@@ -175,6 +179,10 @@ def record(lib: Library, outcome: dict[str, Any], notes: list[str] | None = None
             lines.append(named)
         elif notes is not None and bound["kind"] != "closed-form":
             notes.append(f"{named}: not recorded (one of its kind at least as high is)")
+    if notes is not None:
+        for model in outcome.get("unproved", []):
+            notes.append(f"{entry.id}: {model}: no certificate in {task['time_limit']:g} s (its LP "
+                         f"not solved in time, or a tree proving no more than its root)")
     store.prune_dominated(lib, entry)
     return lines
 
