@@ -80,10 +80,10 @@ RETRIED = "Unknown, solved again from a cold start"
 # fractional of the highest-priority columns. "reliability": among the first CANDIDATES
 # fractional columns in that order, those with fewer than RELIABLE observations of the bound
 # each side gains (pseudocosts) have both children solved (at most STRONG_MAX per node, and
-# only while strong branching has taken at most STRONG_SHARE of the LP time, so a tree of
-# slow LPs still grows), and the column of best product of estimated gains is taken (the
-# others count the mean gain). The relaxation tree's bound in `lib improve --until-gap`'s
-# 120 s on the second round of unseen decoders (docs/zoo.md), priority -> reliability:
+# only while strong branching has taken at most STRONG_SHARE of the LP time, at the root
+# ROOT_STRONG_SHARE of the time limit, so a tree of slow LPs still grows), and the column
+# of best product of estimated gains is taken (the others count the mean gain). The
+# relaxation tree's bound in `lib improve --until-gap`'s 120 s on the second round of unseen decoders (docs/zoo.md), priority -> reliability:
 # opt-small 8.449 -> 8.747 µs, bloom-small 8.434 -> 8.829, falcon-small 7.628 -> 7.771,
 # gpt-neox-small 8.615 -> 8.666, gemma-small 10.711 -> 10.617 (its node LPs are slow)
 BRANCHINGS = ("reliability", "priority")
@@ -91,6 +91,11 @@ CANDIDATES = 16
 RELIABLE = 1
 STRONG_MAX = 8
 STRONG_SHARE = 0.5
+# At the root (one LP solved, nothing to share with yet) strong branching runs until it has
+# taken ROOT_STRONG_SHARE of the time limit: on xla-train@nnpi (LPs of 60-190 s) an
+# unlimited root spent the whole 1,800 s on its root and 16 strong solves (one leaf, 37.541
+# µs, where the priority rule's tree had proved 38.226)
+ROOT_STRONG_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -312,6 +317,7 @@ class _Solver:
                  threads: int, pick: Pick | None = None, cuts: Cuts | None = None,
                  cut_rounds: int = 0, branching: str = "reliability") -> None:
         self.h = new_highs(threads, 0, time_limit + 5.0)  # HiGHS's clock runs over every solve
+        self.time_limit = time_limit
         self.h.setOptionValue("solver", "simplex")
         self.h.passModel(lp.highs_lp())
         self.lp, self.branchable, self.cap = lp, branchable, cap
@@ -450,7 +456,8 @@ class _Solver:
         h = self.h
         seen = self.pc_n[:, which].min(axis=0) >= RELIABLE
         for j in which[~seen][:STRONG_MAX].tolist():
-            if self.solved > 1 and self.strong_s > STRONG_SHARE * (self.node_s + self.strong_s):
+            if self.strong_s > (STRONG_SHARE * (self.node_s + self.strong_s) if self.solved > 1
+                                else ROOT_STRONG_SHARE * self.time_limit):
                 break  # the rest take the mean pseudocost
             began = time.perf_counter()
             children: list[float | None] = []

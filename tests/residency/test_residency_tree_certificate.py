@@ -196,3 +196,20 @@ def test_reliability_branching_finds_the_column_that_lifts_the_bound_where_prior
         assert closed.status == "closed" and closed.bound == pytest.approx(-1.0)
     with pytest.raises(ValueError, match="unknown branching 'best'"):
         lp_tree.grow(lp, branchable, 0.0, 10.0, 2, branching="best")
+
+
+def test_strong_branching_at_the_root_stops_at_its_share_of_the_time_limit(monkeypatch):
+    """With slow LPs the root's strong branching once took a whole 1,800-s budget
+    (xla-train@nnpi: one leaf); past ROOT_STRONG_SHARE of the time limit the rest of the
+    candidates take the mean pseudocost, so the tree still splits."""
+    lp, branchable = _decoy_lp(), np.ones(4, bool)
+    one_split = {"cap": 0.0, "time_limit": 10.0, "max_leaves": 2,
+                 "priority": np.array([3.0, 3.0, 3.0, 1.0])}
+    every = lp_tree.grow(lp, branchable, **one_split)  # both fractional columns tried
+    assert every.strong_solves == 4 and every.tree["branch"] == [3]
+    # a share spent once one column is tried: the root tries the first decoy only, so it
+    # knows nothing of x3 and splits the decoy (its children have a column of their own)
+    monkeypatch.setattr(lp_tree, "ROOT_STRONG_SHARE", 0.0)
+    capped = lp_tree.grow(lp, branchable, **one_split)
+    assert capped.leaves == 2 and capped.tree["branch"] != [3]
+    assert lp_tree.check_tree(lp, capped.tree, branchable) == pytest.approx(capped.bound)
