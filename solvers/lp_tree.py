@@ -83,7 +83,8 @@ RETRIED = "Unknown, solved again from a cold start"
 # only while strong branching has taken at most STRONG_SHARE of the LP time, at the root
 # ROOT_STRONG_SHARE of the time limit, so a tree of slow LPs still grows), and the column
 # of best product of estimated gains is taken (the others count the mean gain). The
-# relaxation tree's bound in `lib improve --until-gap`'s 120 s on the second round of unseen decoders (docs/zoo.md), priority -> reliability:
+# relaxation tree's bound in `lib improve --until-gap`'s 120 s on the second round of
+# unseen decoders (docs/zoo.md), priority -> reliability:
 # opt-small 8.449 -> 8.747 µs, bloom-small 8.434 -> 8.829, falcon-small 7.628 -> 7.771,
 # gpt-neox-small 8.615 -> 8.666, gemma-small 10.711 -> 10.617 (its node LPs are slow)
 BRANCHINGS = ("reliability", "priority")
