@@ -44,7 +44,9 @@ pseudocosts, the bound gained per unit of fractionality on each side, learnt fro
 children the tree solves and, for columns without them yet, from solving both children
 of up to `STRONG_MAX` candidates in `priority` order; the product of the two estimated
 gains decides) or, with `branching="priority"`, on the most fractional of the highest
-`priority`; it solves both children at once (so every
+`priority` (the default, "auto", takes the priority rule when the root's LP alone took
+more than AUTO_ROOT_SHARE of the time limit, too slow for strong branching to pay, and
+reliability branching otherwise); it solves both children at once (so every
 open leaf has its dual), and stops at its time limit, at `max_leaves`, or when every
 leaf's bound reaches `cap` (no solution below `cap` is left). A child HiGHS finds
 infeasible gets a multiple of its dual ray added to its parent's dual until the bound
@@ -82,12 +84,17 @@ RETRIED = "Unknown, solved again from a cold start"
 # each side gains (pseudocosts) have both children solved (at most STRONG_MAX per node, and
 # only while strong branching has taken at most STRONG_SHARE of the LP time, at the root
 # ROOT_STRONG_SHARE of the time limit, so a tree of slow LPs still grows), and the column
-# of best product of estimated gains is taken (the others count the mean gain). The
-# relaxation tree's bound in `lib improve --until-gap`'s 120 s on the second round of
-# unseen decoders (docs/zoo.md), priority -> reliability:
-# opt-small 8.449 -> 8.747 µs, bloom-small 8.434 -> 8.829, falcon-small 7.628 -> 7.771,
-# gpt-neox-small 8.615 -> 8.666, gemma-small 10.711 -> 10.617 (its node LPs are slow)
-BRANCHINGS = ("reliability", "priority")
+# of best product of estimated gains is taken (the others count the mean gain). "auto" (the
+# default): "priority" when the root's LP took more than AUTO_ROOT_SHARE of the time limit
+# (too few nodes to come for strong branching to pay), else "reliability". Measured on the
+# relaxation tree (one-off, `start_tree.grow`, 2 cores, one run at a time) at 120 s on the
+# second round of unseen decoders (docs/zoo.md), the root LP's seconds, then the bound (µs)
+# by priority and by reliability: opt-small 0.34 s, 8.449, 8.749; bloom-small 0.45, 8.451,
+# 8.812; falcon-small 0.56, 7.631, 7.785; gemma-small 0.88, 10.716, 10.624; gpt-neox-small
+# 1.75, 8.641, 8.583 (in `lib improve`'s climb: 8.615, 8.666); on xla-train@nnpi (LPs of
+# 60-190 s) priority proved 38.226 µs in 1,800 s, reliability 37.541 (docs/library.md)
+BRANCHINGS = ("auto", "reliability", "priority")
+AUTO_ROOT_SHARE = 0.006
 CANDIDATES = 16
 RELIABLE = 1
 STRONG_MAX = 8
@@ -295,6 +302,7 @@ class Grown:
     lp: BoxLP | None = None  # the LP with every cut row added, which the tree is checked on (set by `grow`)
     cut_rows: int = 0
     strong_solves: int = 0  # LPs solved to try a column's two children (reliability branching)
+    branching: str = ""  # the rule the tree branched by ("auto" resolved at its root)
 
 
 def _rounded(values: np.ndarray) -> list[float]:
@@ -316,7 +324,7 @@ class _Solver:
     def __init__(self, lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
                  groups: list[tuple[np.ndarray, np.ndarray | None]], priority: np.ndarray,
                  threads: int, pick: Pick | None = None, cuts: Cuts | None = None,
-                 cut_rounds: int = 0, branching: str = "reliability") -> None:
+                 cut_rounds: int = 0, branching: str = "auto") -> None:
         self.h = new_highs(threads, 0, time_limit + 5.0)  # HiGHS's clock runs over every solve
         self.time_limit = time_limit
         self.h.setOptionValue("solver", "simplex")
@@ -382,6 +390,9 @@ class _Solver:
                      np.asarray(row.cols, np.int32), np.asarray(row.coefs, np.float64))
         began = time.perf_counter()
         h.run()
+        if self.branching == "auto":  # the root's LP: is strong branching affordable?
+            slow = time.perf_counter() - began > AUTO_ROOT_SHARE * self.time_limit
+            self.branching = "priority" if slow else "reliability"
         self.solved += 1
         status = h.modelStatusToString(h.getModelStatus())
         if status == "Unknown":  # simplex lost its way from the warm basis: once more, cold
@@ -493,7 +504,7 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
          max_leaves: int = 200, groups: list[Any] = (), priority: np.ndarray | None = None,
          scale: float = 1.0, threads: int = 1, kinds: Kinds | None = None,
          pick: Pick | None = None, cuts: Cuts | None = None, cut_rounds: int = 0,
-         branching: str = "reliability") -> Grown:
+         branching: str = "auto") -> Grown:
     """Grow a tree (module docstring) for at most `time_limit` seconds and `max_leaves`
     leaves; `cap` (model units) is where a leaf is closed; `scale` turns model units into
     the seconds `Grown` reports. `groups` are column arrays or (columns, integer
@@ -545,4 +556,4 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
     return Grown(min(proved, cap) * scale, min(root_bound, cap) * scale, root,
                  count_leaves(root), solver.solved,
                  time.perf_counter() - began, status, solver.statuses, solver.lp, solver.cut_rows,
-                 solver.strong)
+                 solver.strong, solver.branching)

@@ -183,7 +183,7 @@ def test_reliability_branching_finds_the_column_that_lifts_the_bound_where_prior
     priority = np.array([3.0, 3.0, 3.0, 1.0])  # the decoys first
     one_split = {"cap": 0.0, "time_limit": 10.0, "max_leaves": 2, "priority": priority}
     by_priority = lp_tree.grow(lp, branchable, branching="priority", **one_split)
-    reliable = lp_tree.grow(lp, branchable, **one_split)
+    reliable = lp_tree.grow(lp, branchable, branching="reliability", **one_split)
     assert by_priority.root_bound == reliable.root_bound == pytest.approx(-2.5)
     assert by_priority.bound == pytest.approx(-2.5) and by_priority.tree["branch"] != [3]
     assert reliable.tree["branch"] == [3] and reliable.bound == pytest.approx(-1.5)
@@ -205,6 +205,7 @@ def test_strong_branching_at_the_root_stops_at_its_share_of_the_time_limit(monke
     lp, branchable = _decoy_lp(), np.ones(4, bool)
     one_split = {"cap": 0.0, "time_limit": 10.0, "max_leaves": 2,
                  "priority": np.array([3.0, 3.0, 3.0, 1.0])}
+    one_split["branching"] = "reliability"
     every = lp_tree.grow(lp, branchable, **one_split)  # both fractional columns tried
     assert every.strong_solves == 4 and every.tree["branch"] == [3]
     # a share spent once one column is tried: the root tries the first decoy only, so it
@@ -213,3 +214,22 @@ def test_strong_branching_at_the_root_stops_at_its_share_of_the_time_limit(monke
     capped = lp_tree.grow(lp, branchable, **one_split)
     assert capped.leaves == 2 and capped.tree["branch"] != [3]
     assert lp_tree.check_tree(lp, capped.tree, branchable) == pytest.approx(capped.bound)
+
+
+def test_auto_branching_takes_the_priority_rule_when_the_root_lp_is_slow_for_the_time_limit(
+        monkeypatch):
+    """On xla-train@nnpi (LPs of 60-190 s) reliability branching's strong solves took the
+    budget the priority rule spent on leaves; "auto" (the default) decides at the root by
+    the share of the time limit its LP took."""
+    lp, branchable = _decoy_lp(), np.ones(4, bool)
+    one_split = {"cap": 0.0, "time_limit": 10.0, "max_leaves": 2,
+                 "priority": np.array([3.0, 3.0, 3.0, 1.0])}
+    fast = lp_tree.grow(lp, branchable, **one_split)  # a root LP of microseconds in 10 s
+    assert fast.branching == "reliability" and fast.strong_solves > 0
+    assert fast.tree["branch"] == [3] and fast.bound == pytest.approx(-1.5)
+    monkeypatch.setattr(lp_tree, "AUTO_ROOT_SHARE", 0.0)  # any root LP is too slow
+    slow = lp_tree.grow(lp, branchable, **one_split)
+    assert slow.branching == "priority" and slow.strong_solves == 0
+    assert slow.tree["branch"] != [3] and slow.bound == pytest.approx(-2.5)
+    for grown in (fast, slow):
+        assert lp_tree.check_tree(lp, grown.tree, branchable) == pytest.approx(grown.bound)
