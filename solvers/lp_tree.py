@@ -32,7 +32,8 @@ a walk that gathers the disjunctions on the way: no solver, no tolerance. A dual
 was rounded (they are stored at `DIGITS` significant digits) or came from an early stop
 proves less, never something false.
 
-`grow` builds a tree with HiGHS's dual simplex, hot-started from node to node (a node
+`grow` builds a tree with HiGHS's dual simplex, each node's LP hot-started from its
+parent's basis (BASIS_ENTRIES; a node
 whose LP HiGHS ends as "Unknown" is solved once more from a cold start: seen in the
 slot-relaxation study of docs/library.md, where the cold solve was optimal; before, one
 such node stopped the whole tree): it
@@ -104,6 +105,13 @@ STRONG_SHARE = 0.5
 # unlimited root spent the whole 1,800 s on its root and 16 strong solves (one leaf, 37.541
 # µs, where the priority rule's tree had proved 38.226)
 ROOT_STRONG_SHARE = 0.1
+# A node's LP starts from its parent's optimal basis (kept with the open leaf; a box split
+# leaves it dual feasible) rather than from the last node solved, which may lie anywhere in
+# the tree: on gemma-small's relaxation tree (one-off, 60 s) 1,243 simplex iterations a node
+# on average instead of 1,680, 0.32 s instead of 0.51, 93 leaves instead of 58. The bases of
+# open leaves take at most BASIS_ENTRIES statuses of one byte (past that, a child starts
+# from the last basis, as before)
+BASIS_ENTRIES = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -284,6 +292,7 @@ class _Node:
     leaf: dict[str, Any] = field(compare=False)  # the tree node this open leaf is
     split: Split | None = field(compare=False, default=None)
     solved: bool = field(compare=False, default=True)  # its LP solved to optimality
+    basis: Any = field(compare=False, default=None)  # HiGHS's optimal basis of its LP, if kept
 
 
 @dataclass
@@ -303,6 +312,7 @@ class Grown:
     cut_rows: int = 0
     strong_solves: int = 0  # LPs solved to try a column's two children (reliability branching)
     branching: str = ""  # the rule the tree branched by ("auto" resolved at its root)
+    parent_starts: int = 0  # node LPs started from their parent's basis (BASIS_ENTRIES)
 
 
 def _rounded(values: np.ndarray) -> list[float]:
@@ -339,6 +349,8 @@ class _Solver:
         self.cut_rows = 0
         self.strong = 0
         self.node_s = self.strong_s = 0.0  # seconds in the nodes' LPs, in strong branching's
+        self.basis: Any = None  # the last node's optimal basis (before strong branching)
+        self.parent_starts = 0  # node LPs started from their parent's basis
         n = lp.cost.size  # pseudocosts: per column, gain sums and counts, down and up
         self.pc_sum, self.pc_n = np.zeros((2, n)), np.zeros((2, n))
 
@@ -358,12 +370,14 @@ class _Solver:
                 self.pc_sum[side, j] += max(0.0, min(b, self.cap) - parent) / f
                 self.pc_n[side, j] += 1
 
-    def solve(self, path: list[Row], parent: tuple[np.ndarray, np.ndarray] | None
-              ) -> tuple[float, np.ndarray, np.ndarray, Split | None]:
-        """The node's bound, dual and split, after up to `cut_rounds` rounds of cuts."""
+    def solve(self, path: list[Row], parent: tuple[np.ndarray, np.ndarray] | None,
+              basis: Any = None) -> tuple[float, np.ndarray, np.ndarray, Split | None]:
+        """The node's bound, dual and split, after up to `cut_rounds` rounds of cuts; its
+        first LP starts from `basis` (its parent's) when that still fits the LP."""
         rounds = 0
         while True:
-            bound, y, mu, split, x = self._solve(path, parent)
+            bound, y, mu, split, x = self._solve(path, parent, basis)
+            basis = None
             self.optimal = x is not None
             if x is None or bound >= self.cap or self.cuts is None or rounds >= self.cut_rounds:
                 return bound, y, mu, split
@@ -380,7 +394,8 @@ class _Solver:
         self.lp = self.lp.with_rows(rows)
         self.cut_rows += len(rows)
 
-    def _solve(self, path: list[Row], parent: tuple[np.ndarray, np.ndarray] | None
+    def _solve(self, path: list[Row], parent: tuple[np.ndarray, np.ndarray] | None,
+               basis: Any = None
                ) -> tuple[float, np.ndarray, np.ndarray, Split | None, np.ndarray | None]:
         lp, h, n_rows = self.lp, self.h, self.lp.rlo.size
         lo, hi, rows = _leaf_box(lp, path)
@@ -388,6 +403,9 @@ class _Solver:
         for row in rows:
             h.addRow(row.rhs if row.up else -math.inf, math.inf if row.up else row.rhs, len(row.cols),
                      np.asarray(row.cols, np.int32), np.asarray(row.coefs, np.float64))
+        if basis is not None and len(basis.row_status) == n_rows + len(rows):
+            h.setBasis(basis)  # the parent's: a box split leaves it dual feasible
+            self.parent_starts += 1
         began = time.perf_counter()
         h.run()
         if self.branching == "auto":  # the root's LP: is strong branching affordable?
@@ -402,6 +420,7 @@ class _Solver:
             status = h.modelStatusToString(h.getModelStatus())
         self.statuses[status] = self.statuses.get(status, 0) + 1
         self.node_s += time.perf_counter() - began
+        self.basis = h.getBasis() if status == "Optimal" else None
         sol = h.getSolution()
         x = np.asarray(sol.col_value, np.float64) if status == "Optimal" else None
         zero = (np.zeros(n_rows), np.zeros(len(rows)))
@@ -521,7 +540,18 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
     bound, y, mu, split = solver.solve([], None)
     root_bound = bound
     root.update(_leaf(y, mu))
-    heap = [_Node(bound, 0, [], root, split, solver.optimal)]
+    # an open leaf keeps its LP's basis, for its children, while the bases kept hold at most
+    # BASIS_ENTRIES statuses in all (one byte each)
+    room = BASIS_ENTRIES // (lp.cost.size + lp.rlo.size + 1)
+
+    def kept(basis: Any) -> Any:
+        nonlocal room
+        if basis is None or room <= 0:
+            return None
+        room -= 1
+        return basis
+
+    heap = [_Node(bound, 0, [], root, split, solver.optimal, kept(solver.basis))]
     duals = {id(root): (y, mu)}
     serial, leaves, status = 1, 1, "stopped"
     while heap:
@@ -537,16 +567,17 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
             status = "limit"
             break
         heapq.heappop(heap)
+        room += node.basis is not None
         parent = duals.pop(id(node.leaf))
         children, bounds = [], []
         for side in (node.split.down, node.split.up):
             path = node.path + [side]
-            b, yc, muc, sc = solver.solve(path, parent)
+            b, yc, muc, sc = solver.solve(path, parent, node.basis)
             leaf = _leaf(yc, muc)
             duals[id(leaf)] = (yc, muc)
             children.append(leaf)
             bounds.append(b)
-            heapq.heappush(heap, _Node(b, serial, path, leaf, sc, solver.optimal))
+            heapq.heappush(heap, _Node(b, serial, path, leaf, sc, solver.optimal, kept(solver.basis)))
             serial += 1
         solver.learn(node.split, node.bound, (bounds[0], bounds[1]))
         node.leaf.clear()
@@ -556,4 +587,4 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
     return Grown(min(proved, cap) * scale, min(root_bound, cap) * scale, root,
                  count_leaves(root), solver.solved,
                  time.perf_counter() - began, status, solver.statuses, solver.lp, solver.cut_rows,
-                 solver.strong, solver.branching)
+                 solver.strong, solver.branching, solver.parent_starts)

@@ -233,3 +233,21 @@ def test_auto_branching_takes_the_priority_rule_when_the_root_lp_is_slow_for_the
     assert slow.tree["branch"] != [3] and slow.bound == pytest.approx(-2.5)
     for grown in (fast, slow):
         assert lp_tree.check_tree(lp, grown.tree, branchable) == pytest.approx(grown.bound)
+
+
+def test_a_node_lp_starts_from_its_parents_basis_and_the_tree_proves_the_same(monkeypatch):
+    """Best first, the last LP solved may lie anywhere in the tree; its parent's basis is
+    one box change away. Where the bases would take too much room, nodes start from the
+    last basis as before, and the tree is the same."""
+    lp, branchable = _decoy_lp(), np.ones(4, bool)
+    args = (lp, branchable, -1.0, 10.0, 50)
+    kwargs = {"priority": np.array([3.0, 3.0, 3.0, 1.0]), "branching": "priority"}
+    warm = lp_tree.grow(*args, **kwargs)
+    assert warm.status == "closed" and warm.bound == pytest.approx(-1.0)
+    assert warm.nodes_solved > 3 and warm.parent_starts == warm.nodes_solved - 1
+    monkeypatch.setattr(lp_tree, "BASIS_ENTRIES", 0)
+    cold = lp_tree.grow(*args, **kwargs)
+    assert cold.parent_starts == 0
+    assert (cold.status, cold.bound, cold.leaves) == (warm.status, warm.bound, warm.leaves)
+    for grown in (warm, cold):
+        assert lp_tree.check_tree(lp, grown.tree, branchable) == pytest.approx(-1.0)

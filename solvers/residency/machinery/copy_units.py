@@ -238,11 +238,13 @@ def home_groups(um: UnitModel) -> list[tuple[np.ndarray, np.ndarray]]:
 def picker(um: UnitModel) -> lp_tree.Pick:
     """Propose the `delivered` disjunction whose up side cuts the point most where it
     costs: per pair and step, the units the up side adds to the charge, times the
-    capacity row's dual (a step where the level is not tight proposes nothing)."""
+    capacity row's dual; where no such row has a dual (a degenerate LP has other optimal
+    duals: started from its parent's basis, HiGHS may return one that is zero there), the
+    one that cuts the most units, rather than none."""
     model = um.model
 
     def pick(x: np.ndarray, row_dual: np.ndarray | None) -> lp_tree.Split | None:
-        best = (0.0, None)
+        best = plain = (0.0, None)
         for (h, l), pair in um.pairs.items():
             for j in range(len(pair.D)):
                 d = x[pair.D[j]] / pair.tau
@@ -255,9 +257,12 @@ def picker(um: UnitModel) -> lp_tree.Pick:
                 score = cut * pair.tau * weight
                 if score > best[0]:
                     best = (score, (h, l, j, q))
-        if best[1] is None:
+                if cut * pair.tau > plain[0]:
+                    plain = (cut * pair.tau, (h, l, j, q))
+        chosen = best[1] or plain[1]
+        if chosen is None:
             return None
-        h, l, j, q = best[1]
+        h, l, j, q = chosen
         fields = {"kind": KIND, "home": h, "level": l, "step": j, "q": q}
         down, up = delivered_rows(um, fields)
         return lp_tree.Split(fields, down, up)
