@@ -174,3 +174,20 @@ def test_integer_coefficient_sums_of_homes_split_like_zero_one_sums():
     assert split.fields == {"branch": [3, 5], "at": 2, "coef": [2, 1]}
     assert (split.down.rhs, split.up.rhs, split.down.coefs) == (2.0, 3.0, (2.0, 1.0))
     assert not split.down.box and lp_tree.integer_split((3,), 0).down.box
+
+
+def test_the_picker_proposes_a_disjunction_whatever_dual_it_is_given():
+    """A degenerate LP has many optimal duals; one that is zero on every capacity row
+    (HiGHS returned such a dual from a parent's basis) must not stop the tree: the picker
+    then takes the disjunction that cuts the most units, as it does without duals."""
+    inst = _trickle_instance()
+    um = copy_units.formulate(inst, 32e-6)
+    h = lp_tree.new_highs(1, 0, 60.0)
+    h.passModel(um.model.lp.highs_lp())
+    h.run()
+    x = np.asarray(h.getSolution().col_value, np.float64)
+    pick = copy_units.picker(um)
+    plain = pick(x, None)
+    assert plain is not None and plain.fields["kind"] == copy_units.KIND
+    zero = pick(x, np.zeros(um.model.lp.rlo.size))
+    assert zero is not None and zero.fields == plain.fields
