@@ -27,16 +27,16 @@ its path's rows added,
 
 (weak duality; `a_p` is row p's coefficients and `side_p` its right-hand side, `at` for
 a down row, which takes mu <= 0, and `at + 1` for an up row, mu >= 0; a multiplier of
-the wrong sign counts as 0; every term is finite because every bound is). Checking a tree is one sparse transposed product per leaf and
-a walk that gathers the disjunctions on the way: no solver, no tolerance. A dual that
-was rounded (they are stored at `DIGITS` significant digits) or came from an early stop
-proves less, never something false.
+the wrong sign counts as 0; every term is finite because every bound is). Checking a
+tree is one sparse transposed product per leaf and a walk that gathers the disjunctions
+on the way: no solver, no tolerance. A dual that was rounded (they are stored at
+`DIGITS` significant digits) or came from an early stop proves less, never something
+false.
 
 `grow` builds a tree with HiGHS's dual simplex, each node's LP hot-started from its
-parent's basis (BASIS_ENTRIES; a node
-whose LP HiGHS ends as "Unknown" is solved once more from a cold start: seen in the
-slot-relaxation study of docs/library.md, where the cold solve was optimal; before, one
-such node stopped the whole tree): it
+parent's basis (BASIS_ENTRIES; a node whose LP HiGHS ends as "Unknown" is solved once
+more from a cold start: seen in the slot-relaxation study of docs/library.md, where the
+cold solve was optimal; before, one such node stopped the whole tree): it
 expands the open leaf of least bound, on the first of the given `groups` (sets of
 branchable columns, or (columns, integer coefficients)) whose sum is fractional there,
 else on the disjunction the caller's `pick` proposes for its point (if any), else on
@@ -577,7 +577,8 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
             duals[id(leaf)] = (yc, muc)
             children.append(leaf)
             bounds.append(b)
-            heapq.heappush(heap, _Node(b, serial, path, leaf, sc, solver.optimal, kept(solver.basis)))
+            basis = kept(solver.basis) if sc is not None and b < cap else None  # to be expanded
+            heapq.heappush(heap, _Node(b, serial, path, leaf, sc, solver.optimal, basis))
             serial += 1
         solver.learn(node.split, node.bound, (bounds[0], bounds[1]))
         node.leaf.clear()
