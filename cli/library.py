@@ -130,6 +130,11 @@ def verify_command(version: str) -> None:
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="solver parameter, as 'memplace solve' takes it (repeatable): every solver "
                    "that runs must accept it (e.g. --solver multistart --param start=FILE)")
+@click.option("--resume", is_flag=True,
+              help="with --lp-model residency-relaxation-tree: grow the tree the entry's "
+                   "certificate stores further (its ceiling and LP kept) instead of a new one, "
+                   "so the budgets of several runs add up; an entry with none grows a new tree; "
+                   "the stored certificate's sha256 is in the provenance")
 @click.option("--until-gap", type=click.FloatRange(0, 100, min_open=True), default=None,
               metavar="PERCENT",
               help="then, on the residency entries whose certified gap is still above PERCENT, "
@@ -141,7 +146,7 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
                     max_ops: int | None, seeds: int, scheduler: str | None,
                     solvers: tuple[str, ...], min_gap: float | None, no_certify: bool,
                     certify_only: bool, lp_models: tuple[str, ...], from_best: bool,
-                    params: tuple[str, ...], until_gap: float | None) -> None:
+                    params: tuple[str, ...], resume: bool, until_gap: float | None) -> None:
     """Run the solvers with a budget and record better solutions and bounds with provenance."""
     from memplace.bench.library.improve import IMPROVERS, climb, climb_text, improve
     from memplace.cli.solve import parse_params
@@ -164,7 +169,7 @@ def improve_command(version: str, time_limit: float, entries: tuple[str, ...], p
                    {p: tuple(solvers) for p in IMPROVERS} if solvers else None)
     found = improve(lib, time_limit, chosen, scheduler, seeds, echo=click.echo,
                     solvers=per_problem, certify=not no_certify, models=lp_models or None,
-                    from_best=from_best, params=given)
+                    from_best=from_best, params=given, resume=resume)
     if until_gap is not None:
         found += climb(lib, time_limit, chosen, until_gap / 100, scheduler, echo=click.echo)
         click.echo(climb_text(chosen, until_gap / 100))

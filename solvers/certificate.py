@@ -167,6 +167,9 @@ TREE_MAX_LEAVES = 400
 # a tree over the relaxation with start binaries: squeezenet1-1's proved 11.70 µs (its root
 # 10.86) with 340 leaves in 90 s, 190 KB of gzipped certificate
 START_TREE_MAX_LEAVES = 1500
+# The tree models whose stored certificate `lib improve --resume` grows on (`lp_dual`'s
+# `resume`), so the budgets of several runs add up
+RESUMABLE_MODELS = (START_TREE_MODEL,)
 # a tree over the step-cover LP: mobilevit-s@nnpi's 400 leaves took 76 s (105.21 -> 106.51 us, a certificate of
 # about 4 MB gzipped; 1000 leaves proved 106.56 in 227 s with 9.8 MB)
 STEP_COVER_TREE_MAX_LEAVES = 400
@@ -364,19 +367,31 @@ def _tree_dual(instance: Instance, time_limit: float | None,
 
 
 def _start_tree_dual(instance: Instance, time_limit: float | None,
-                     ceiling: float | None) -> dict[str, Any] | None:
+                     ceiling: float | None, resume: dict[str, Any] | None = None
+                     ) -> dict[str, Any] | None:
     """A tree over the relaxation with its start and hold binaries (`start_tree.py`),
-    kept only when it proves TREE_MIN_GAIN above its root."""
+    kept only when it proves TREE_MIN_GAIN above its root. Given `resume`, a certificate
+    of this model whose check proves a bound with `ceiling` as the valid latency, that
+    tree is grown on (on its own LP: its ceiling, its op rows) and kept when it proves
+    more than the stored tree; a stored tree that proves nothing is refused (ValueError)."""
     from memplace.solvers.residency.machinery import start_tree
     if not _usable(ceiling):
         return None
+    op_rows, start, floor = True, None, None
+    if resume is not None:
+        floor = check_lp_dual(instance, resume, valid_latency=ceiling)
+        if resume.get("model") != START_TREE_MODEL or not math.isfinite(floor):
+            raise ValueError(f"the certificate to grow on is not a {START_TREE_MODEL} tree that "
+                             f"proves a bound on this instance")
+        ceiling, op_rows, start = float(resume["ceiling"]), _op_rows(resume), resume["tree"]
     try:
         grown, rows = start_tree.grow(instance, ceiling, 600.0 if time_limit is None else time_limit,
-                                      START_TREE_MAX_LEAVES, op_rows=True)
+                                      START_TREE_MAX_LEAVES, op_rows=op_rows, start=start)
     except relaxation.BuildTimeout:
         return None
-    return _tree_certificate(instance, START_TREE_MODEL, ceiling, rows, grown, grown.root_bound,
-                             op_rows=True)
+    cert = _tree_certificate(instance, START_TREE_MODEL, ceiling, rows, grown,
+                             grown.root_bound if floor is None else None, op_rows=op_rows)
+    return cert if cert is None or floor is None or cert["bound"] > floor else None
 
 
 def _cover_branching(instance: Instance, model: Any, fams: list[Any]
@@ -462,10 +477,18 @@ def _step_cover_dual(instance: Instance, time_limit: float | None,
 
 
 def lp_dual(instance: Instance, model: str, time_limit: float | None = None,
-            ceiling: float | None = None) -> dict[str, Any] | None:
+            ceiling: float | None = None, resume: dict[str, Any] | None = None
+            ) -> dict[str, Any] | None:
     """Solve the LP relaxation and return its certificate (sparse row duals) with the bound
     it proves, or None when HiGHS did not reach the LP optimum in time. The access
-    relaxation needs `ceiling`, the latency of a valid solution (None without one)."""
+    relaxation needs `ceiling`, the latency of a valid solution (None without one).
+    `resume`: a stored certificate of a tree model in RESUMABLE_MODELS, grown on rather
+    than a new tree (None when the tree grown on proves no more than it)."""
+    if resume is not None:
+        if model not in RESUMABLE_MODELS:
+            raise ValueError(f"{model} cannot grow on a stored certificate: only "
+                             f"{', '.join(RESUMABLE_MODELS)}")
+        return _start_tree_dual(instance, time_limit, ceiling, resume)
     own = _OWN_MODELS.get(model)
     if own is not None:
         return own[0](instance, time_limit, ceiling)

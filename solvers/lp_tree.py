@@ -63,6 +63,7 @@ order, so a check can rebuild that LP (`step_covers.py`'s covers).
 """
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 import time
@@ -293,6 +294,7 @@ class _Node:
     split: Split | None = field(compare=False, default=None)
     solved: bool = field(compare=False, default=True)  # its LP solved to optimality
     basis: Any = field(compare=False, default=None)  # HiGHS's optimal basis of its LP, if kept
+    fresh: bool = field(compare=False, default=True)  # False: a stored leaf, its LP not solved here
 
 
 @dataclass
@@ -519,27 +521,61 @@ def _group(g: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return np.asarray(g, np.int64), None
 
 
+def stored_leaves(lp: BoxLP, tree: Any, branchable: np.ndarray, kinds: Kinds | None = None
+                  ) -> list[tuple[dict[str, Any], list[Row], np.ndarray, np.ndarray, float]]:
+    """The leaves of a stored tree (`check_tree`'s format), each with its path's rows, its
+    duals (row duals, one multiplier per non-box row) and the bound they prove; raises
+    ValueError when a node is not a valid disjunction or a leaf's duals do not fit, as
+    `check_tree` would prove nothing from such a tree."""
+    out = []
+    stack: list[tuple[Any, list[Row]]] = [(tree, [])]
+    while stack:
+        node, path = stack.pop()
+        if not isinstance(node, dict):
+            raise ValueError("a tree node that is not an object")
+        if "branch" in node or "kind" in node:
+            sides = _disjunction(node, branchable, kinds)
+            if sides is None:
+                raise ValueError(f"a node that is not a valid disjunction: {node.get('branch', node.get('kind'))!r}")
+            stack += [(node["up"], path + [sides[1]]), (node["down"], path + [sides[0]])]
+            continue
+        y = _vector(node.get("index"), node.get("value"), lp.rlo.size)
+        lo, hi, rows = _leaf_box(lp, path)
+        mu = node.get("path", [0.0] * len(rows))
+        mu_arr = (_vector(list(range(len(mu))), mu, len(mu)) if isinstance(mu, list) and mu
+                  else np.zeros(0))
+        if y is None or mu_arr is None or mu_arr.size != len(rows):
+            raise ValueError("a leaf whose duals do not fit the LP")
+        out.append((node, path, y, mu_arr, box_bound(lp, y, lo, hi, rows, mu_arr)))
+    return out
+
+
 def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
          max_leaves: int = 200, groups: list[Any] = (), priority: np.ndarray | None = None,
          scale: float = 1.0, threads: int = 1, kinds: Kinds | None = None,
          pick: Pick | None = None, cuts: Cuts | None = None, cut_rounds: int = 0,
-         branching: str = "auto") -> Grown:
+         branching: str = "auto", start: dict[str, Any] | None = None) -> Grown:
     """Grow a tree (module docstring) for at most `time_limit` seconds and `max_leaves`
     leaves; `cap` (model units) is where a leaf is closed; `scale` turns model units into
     the seconds `Grown` reports. `groups` are column arrays or (columns, integer
     coefficients) pairs; `pick` proposes disjunctions first, of the `kinds` the tree is
     checked with; `cuts` adds rows at a node, up to `cut_rounds` times (module docstring);
-    `branching` (one of BRANCHINGS) chooses among fractional columns otherwise."""
+    `branching` (one of BRANCHINGS) chooses among fractional columns otherwise.
+
+    `start`, a stored tree over this same LP (`lp` with the rows of any cuts it was grown
+    with, and the same `cap`), is grown on rather than a new root: its disjunctions are kept
+    and its leaves are the open leaves, each with its stored bound (`stored_leaves`; raises
+    ValueError on a tree that proves nothing). No basis or point is stored, so a stored
+    leaf's LP is solved again, cold, when it is first the weakest, then expanded as usual;
+    `root_bound` is then the stored tree's bound. So the budgets of several runs add up."""
     if branching not in BRANCHINGS:
         raise ValueError(f"unknown branching {branching!r}: one of {', '.join(BRANCHINGS)}")
     began = time.perf_counter()
     prio = np.zeros(lp.cost.size) if priority is None else np.asarray(priority, np.float64)
+    tree = None if start is None else copy.deepcopy(start)
+    stored = [] if tree is None else stored_leaves(lp, tree, branchable, kinds)
     solver = _Solver(lp, branchable, cap, time_limit, [_group(g) for g in groups],
                      prio, threads, pick, cuts, cut_rounds, branching)
-    root: dict[str, Any] = {}
-    bound, y, mu, split = solver.solve([], None)
-    root_bound = bound
-    root.update(_leaf(y, mu))
     # an open leaf keeps its LP's basis, for its children, while the bases kept hold at most
     # BASIS_ENTRIES statuses in all (one byte each)
     room = BASIS_ENTRIES // (lp.cost.size + lp.rlo.size + 1)
@@ -551,14 +587,40 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
         room -= 1
         return basis
 
-    heap = [_Node(bound, 0, [], root, split, solver.optimal, kept(solver.basis))]
-    duals = {id(root): (y, mu)}
-    serial, leaves, status = 1, 1, "stopped"
+    root: dict[str, Any] = {} if tree is None else tree
+    if stored:  # the stored tree's leaves, open, their LPs not solved in this run
+        heap = [_Node(b, k, path, leaf, None, False, None, fresh=False)
+                for k, (leaf, path, _, _, b) in enumerate(stored)]
+        heapq.heapify(heap)
+        duals = {id(leaf): (y, mu) for leaf, _, y, mu, _ in stored}
+        root_bound = min(b for *_, b in stored)
+        serial, leaves = len(stored), len(stored)
+    else:
+        bound, y, mu, split = solver.solve([], None)
+        root_bound = bound
+        root.update(_leaf(y, mu))
+        heap = [_Node(bound, 0, [], root, split, solver.optimal, kept(solver.basis))]
+        duals = {id(root): (y, mu)}
+        serial, leaves = 1, 1
+    status = "stopped"
     while heap:
         node = heap[0]
         if node.bound >= cap:
             status = "closed"
             break
+        if not node.fresh:  # a stored leaf: its LP solved (from its stored duals) for a split
+            if time.perf_counter() - began >= time_limit or leaves >= max_leaves:
+                status = "limit"
+                break
+            heapq.heappop(heap)
+            b, y, mu, split = solver.solve(node.path, duals[id(node.leaf)])
+            duals[id(node.leaf)] = (y, mu)
+            node.leaf.clear()
+            node.leaf.update(_leaf(y, mu))
+            basis = kept(solver.basis) if split is not None and b < cap else None
+            heapq.heappush(heap, _Node(b, node.serial, node.path, node.leaf, split, solver.optimal,
+                                       basis))
+            continue
         if node.split is None:
             status = ("no disjunction left at the weakest leaf" if node.solved
                       else "the weakest leaf's LP stopped before its optimum")

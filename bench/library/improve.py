@@ -8,6 +8,7 @@ only this process writes the library.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -63,14 +64,19 @@ def run_task(task: Task) -> dict[str, Any]:
         bounds = ([{"kind": "closed-form", "value": closed_form(inst), "label": ""}]
                   if task.params.get("closed_form", True) else [])
         unproved = []
-        for model in task.params.get("models", lp_models(task.problem)):
-            cert = lp_dual(inst, model, task.time_limit, task.params.get("ceiling"))
+        params, resume = dict(task.params), None
+        if params.get("resume"):  # a stored tree to grow on, named by its content in the provenance
+            raw = Path(params["resume"]).read_bytes()
+            params["resume"] = "sha256:" + hashlib.sha256(raw).hexdigest()
+            resume = json.loads((gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8"))
+        for model in params.get("models", lp_models(task.problem)):
+            cert = lp_dual(inst, model, task.time_limit, params.get("ceiling"), resume)
             if cert is not None:
                 bounds.append({"kind": "lp-dual", "value": cert["bound"], "label": model,
                                "certificate": cert})
             else:
                 unproved.append(model)
-        return {"task": asdict(task), "bounds": bounds, "unproved": unproved,
+        return {"task": asdict(task), "bounds": bounds, "unproved": unproved, "params": params,
                 "wall_s": time.perf_counter() - began}
     from memplace.solvers import load_kernels
     load_kernels([task.solver], task.problem)  # compiled (or loaded) before the solver's clock
@@ -182,13 +188,14 @@ def record(lib: Library, outcome: dict[str, Any], notes: list[str] | None = None
     if notes is not None:
         for model in outcome.get("unproved", []):
             notes.append(f"{entry.id}: {model}: no certificate in {task['time_limit']:g} s (its LP "
-                         f"not solved in time, or a tree proving no more than its root)")
+                         f"not solved in time, or a tree proving no more than its root or the tree "
+                         f"it grew on)")
     store.prune_dominated(lib, entry)
     return lines
 
 
 def certify_task(lib: Library, e: Entry, budget: float,
-                 models: Iterable[str] | None = None) -> list[Task]:
+                 models: Iterable[str] | None = None, resume: bool = False) -> list[Task]:
     """The cheap-certificate bounds of a program entry, refreshed: the closed form
     (recomputed, so a stronger formula in the model is picked up), the LP duals of the
     models the entry has no `lp-dual` bound of yet (one that did not solve in time
@@ -196,11 +203,13 @@ def certify_task(lib: Library, e: Entry, budget: float,
     with the best known as its ceiling (`models`: only these LP models); and, in a task
     of its own with at least CAPPED_TIME_LIMIT_S, the capped relaxation's where the
     certified gap is above the library's target (it takes minutes at 200-340 ops).
-    No tasks for packing."""
+    With `resume`, an asked tree model of RESUMABLE_MODELS whose certificate the entry
+    stores grows that tree on instead of a new one. No tasks for packing."""
     if e.problem == "packing":
         return []
     from memplace.bench.library.tables import TARGET_GAP
-    from memplace.solvers.certificate import CAPPED_MODEL, CEILING_MODELS, ON_REQUEST_MODELS, lp_models
+    from memplace.solvers.certificate import (CAPPED_MODEL, CEILING_MODELS, ON_REQUEST_MODELS,
+                                              RESUMABLE_MODELS, lp_models)
     have = {b.get("label") for b in e.bounds if b["kind"] == "lp-dual"} | set(
         e.data.get("lp_dominated", []))
     # a tree over the delivery relaxation only when asked for: minutes, and a large certificate
@@ -220,8 +229,13 @@ def certify_task(lib: Library, e: Entry, budget: float,
     if capped:
         tasks.append(Task(e.id, e.problem, source, "lp-dual", max(budget, CAPPED_TIME_LIMIT_S), 0,
                           {"models": [CAPPED_MODEL], "ceiling": ceiling, "closed_form": False}))
-    tasks += [Task(e.id, e.problem, source, "lp-dual", budget, 0,
-                   {"models": [m], "ceiling": ceiling, "closed_form": False}) for m in asked]
+    stored = {b.get("label"): b.get("certificate") for b in e.bounds
+              if b["kind"] == "lp-dual" and b.get("certificate")}
+    for m in asked:
+        params: dict[str, Any] = {"models": [m], "ceiling": ceiling, "closed_form": False}
+        if resume and m in RESUMABLE_MODELS and stored.get(m):
+            params["resume"] = str(lib.path(stored[m]))
+        tasks.append(Task(e.id, e.problem, source, "lp-dual", budget, 0, params))
     return tasks
 
 
@@ -256,12 +270,12 @@ def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: 
                   solvers: dict[str, tuple[str, ...]] | None = None,
                   certify: bool = True, models: Iterable[str] | None = None,
                   from_best: bool = False,
-                  params: Mapping[str, Any] | None = None) -> list[Task]:
+                  params: Mapping[str, Any] | None = None, resume: bool = False) -> list[Task]:
     """A run of every improver of each entry's problem, `budget` seconds each, after the
-    entry's certificate bounds are refreshed (`certify_task`); entries already optimal
-    are skipped. With `from_best`, a solver that takes a `start` solution file (residency
-    `multistart`) starts from the entry's best known as well. `params` (checked by
-    `solver_params`) are given to every solver run."""
+    entry's certificate bounds are refreshed (`certify_task`, growing stored trees on given
+    `resume`); entries already optimal are skipped. With `from_best`, a solver that takes
+    a `start` solution file (residency `multistart`) starts from the entry's best known as
+    well. `params` (checked by `solver_params`) are given to every solver run."""
     from memplace.solvers import solver_info
     entries = list(entries)
     given = solver_params({e.problem for e in entries}, solvers, params, from_best)
@@ -270,7 +284,7 @@ def improve_tasks(lib: Library, entries: Iterable[Entry], budget: float, seeds: 
         if e.gap is not None and e.gap <= OPTIMAL_GAP:
             continue
         if certify:
-            tasks += certify_task(lib, e, budget, models)
+            tasks += certify_task(lib, e, budget, models, resume)
         for solver in (solvers or IMPROVERS).get(e.problem, ()):
             for seed in range(seeds):
                 run_params = {"capacity": e.data["capacity"]} if e.data.get("capacity") else {}
@@ -288,17 +302,24 @@ def improve(lib: Library, budget: float, entries: Iterable[Entry] | None = None,
             echo: Callable[[str], None] = print,
             solvers: dict[str, tuple[str, ...]] | None = None, certify: bool = True,
             models: Iterable[str] | None = None, from_best: bool = False,
-            params: Mapping[str, Any] | None = None) -> int:
+            params: Mapping[str, Any] | None = None, resume: bool = False) -> int:
     """Run the improvers (`solvers` per problem, default IMPROVERS) on `entries` (default:
     every entry not yet optimal), each with `params` (`solver_params`), and record what is
-    better, saving the library after each result. Returns the improvements."""
+    better, saving the library after each result (`resume`: `improve_tasks`). Returns the
+    improvements."""
     chosen = list(lib.entries if entries is None else entries)
     solver_params({e.problem for e in chosen}, solvers, params, from_best)  # before anything
+    if resume:
+        from memplace.solvers.certificate import RESUMABLE_MODELS
+        if not certify or not set(models or ()) & set(RESUMABLE_MODELS):
+            raise ParameterError(f"--resume grows stored trees of {', '.join(RESUMABLE_MODELS)}: "
+                                 f"name one with --lp-model (and certify)")
     for e in chosen:
         load_entry_instance(lib, e)  # an instance that changed is refused before any run
         store.prune_dominated(lib, e)
     count = 0
-    tasks = improve_tasks(lib, chosen, budget, seeds, solvers, certify, models, from_best, params)
+    tasks = improve_tasks(lib, chosen, budget, seeds, solvers, certify, models, from_best, params,
+                          resume)
     for outcome in results(tasks, scheduler):
         notes: list[str] = []
         lines = record(lib, outcome, notes)

@@ -260,7 +260,8 @@ def test_a_bound_proved_but_not_above_the_recorded_one_is_said(small_library, tm
     assert record(lib, {"task": task, "bounds": [], "unproved": ["residency-relaxation-tree"]},
                   notes) == []
     assert notes == [f"{entry.id}: residency-relaxation-tree: no certificate in 1 s (its LP not "
-                     "solved in time, or a tree proving no more than its root)"]
+                     "solved in time, or a tree proving no more than its root or the tree it "
+                     "grew on)"]
 
 
 def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(small_library, tmp_path,
@@ -317,3 +318,50 @@ def test_an_entry_without_a_certified_bound_is_named_so_not_as_a_dash_percent():
     assert certified_gap_text(entry) == "no certified bound"
     entry.bounds.append({"value": 1.0e-6, "kind": "lp-dual", "certificate": None, "provenance": {}})
     assert certified_gap_text(entry) == "100.00%"
+
+
+def test_resume_grows_the_stored_tree_and_names_it_by_its_content(small_library, tmp_path):
+    """`lib improve --lp-model residency-relaxation-tree --resume`: the entry's stored tree
+    certificate is handed to the run (by path) and named in the provenance by its sha256;
+    without --resume, or without such a model, a new tree or a one-line refusal."""
+    import hashlib
+    from click.testing import CliRunner
+    from memplace.bench.library import store
+    from memplace.bench.library.improve import improve, improve_tasks, run_task
+    from memplace.cli.main import main
+    from memplace.model.core.errors import ParameterError
+    from memplace.solvers.certificate import START_TREE_MODEL
+    from memplace.solvers.residency.machinery import start_tree
+    folder = _copy(small_library, tmp_path)
+    lib = read_library(folder)
+    entry = lib.entry("residency/" + INSTANCE)
+    inst = load(INSTANCE, "residency")
+    ceiling = entry.best["objective"]
+    part, rows = start_tree.grow(inst, ceiling, 30.0, 3, op_rows=True)
+    cert = {"kind": "lp-dual", "model": START_TREE_MODEL, "ceiling": ceiling, "rows": rows,
+            "op_rows": True, "leaves": part.leaves, "tree": part.tree}
+    cert["bound"] = check_lp_dual(inst, cert, valid_latency=ceiling)
+    assert part.leaves == 3 and cert["bound"] > 0
+    assert store.record_bound(lib, entry, cert["bound"], "lp-dual", store.provenance("lp-dual"),
+                              cert, START_TREE_MODEL)
+    store.save(lib)
+    lib = read_library(folder)
+    entry = lib.entry("residency/" + INSTANCE)
+    path = next(lib.path(b["certificate"]) for b in entry.bounds if b.get("label") == START_TREE_MODEL)
+    models = [START_TREE_MODEL]
+    tasks = improve_tasks(lib, [entry], 2.0, solvers={"residency": ()}, models=models, resume=True)
+    trees = [t for t in tasks if t.params.get("models") == models]
+    assert [t.params.get("resume") for t in trees] == [str(path)]
+    fresh = improve_tasks(lib, [entry], 2.0, solvers={"residency": ()}, models=models)
+    assert [t.params.get("resume") for t in fresh if t.params.get("models") == models] == [None]
+    out = run_task(trees[0])
+    assert out["params"]["resume"] == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    # what it recorded (if its tree proved more) re-checks, and stores the ceiling it grew on
+    for b in out["bounds"]:
+        assert b["certificate"]["ceiling"] == ceiling and b["value"] > cert["bound"]
+        assert check_lp_dual(inst, b["certificate"], valid_latency=ceiling) == pytest.approx(b["value"])
+    with pytest.raises(ParameterError, match="--resume grows stored trees"):
+        improve(lib, 1.0, [entry], solvers={"residency": ()}, resume=True)
+    result = CliRunner().invoke(main, ["lib", "improve", "--lib", str(folder), "--entry", entry.id,
+                                       "--certify-only", "--resume"])
+    assert result.exit_code == 2 and "--resume grows stored trees" in result.output, result.output

@@ -114,3 +114,28 @@ def test_a_tampered_tree_proves_nothing_or_less():
         else:
             node["value"] = [0.0] * len(node["value"])
     assert not holds(cert["bound"], check_lp_dual(inst, zeroed, valid_latency=16.1))
+
+
+def test_a_stored_tree_grown_on_keeps_its_ceiling_and_lp_and_proves_more():
+    """`lib improve --resume`: the hand instance's tree stopped at 2 leaves, stored, then
+    grown on with a lower best known as the valid latency: the tree keeps its own ceiling
+    (17) and LP, and proves the optimum, 16.1 s, as one run does."""
+    inst = _hand()
+    part, rows = start_tree.grow(inst, 17.0, 60.0, 2, op_rows=True)
+    stored = dict(_cert(inst, 17.0, part, rows, op_rows=True), leaves=part.leaves)
+    stored["bound"] = check_lp_dual(inst, stored, valid_latency=16.1)
+    assert part.leaves == 2 and stored["bound"] < 16.1 * (1 - 1e-3)
+    grown = lp_dual(inst, START_TREE_MODEL, 60, ceiling=16.1, resume=copy.deepcopy(stored))
+    assert grown is not None and grown["ceiling"] == 17.0 and grown["op_rows"] is True
+    assert grown["leaves"] > 2 and grown["tree"]["branch"] == stored["tree"]["branch"]
+    assert grown["bound"] == pytest.approx(16.1, rel=1e-6)
+    assert check_lp_dual(inst, grown, valid_latency=16.1) == pytest.approx(grown["bound"], rel=1e-12)
+    # grown on again, it proves no more than it stores: nothing to record
+    assert lp_dual(inst, START_TREE_MODEL, 60, ceiling=16.1, resume=grown) is None
+    # a certificate that is not such a tree, or proves nothing here, is refused
+    with pytest.raises(ValueError, match="not a residency-relaxation-tree tree"):
+        lp_dual(inst, START_TREE_MODEL, 60, ceiling=16.1, resume=dict(stored, rows=rows + 1))
+    with pytest.raises(ValueError, match="not a residency-relaxation-tree tree"):
+        lp_dual(inst, START_TREE_MODEL, 60, ceiling=17.5, resume=stored)  # ceiling below a valid latency
+    with pytest.raises(ValueError, match="cannot grow on a stored certificate"):
+        lp_dual(inst, "residency-delivery-tree", 60, ceiling=16.1, resume=stored)

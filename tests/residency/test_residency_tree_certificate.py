@@ -251,3 +251,65 @@ def test_a_node_lp_starts_from_its_parents_basis_and_the_tree_proves_the_same(mo
     assert (cold.status, cold.bound, cold.leaves) == (warm.status, warm.bound, warm.leaves)
     for grown in (warm, cold):
         assert lp_tree.check_tree(lp, grown.tree, branchable) == pytest.approx(-1.0)
+
+
+
+def _knapsack(seed: int, n: int = 10, m: int = 3) -> tuple[BoxLP, np.ndarray]:
+    """max value in [0, 1]^n under m knapsack rows (as a min): trees of 5-20 leaves to close;
+    with distinct priorities, for the priority rule."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(1, 20, (m, n)).astype(float)
+    r, c = np.nonzero(w)
+    lp = BoxLP(cost=-rng.integers(1, 30, n).astype(float), lo=np.zeros(n), hi=np.ones(n),
+               rlo=np.full(m, -math.inf), rhi=w.sum(axis=1) / 2.5, r=r, c=c, v=w[r, c])
+    return lp, rng.permutation(n).astype(float)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 6))
+def test_a_tree_grown_on_from_its_stored_form_is_the_tree_grown_in_one_run(seed, first):
+    """`lib improve --resume` grows a stored certificate's tree further: its disjunctions are
+    kept and its leaves re-solved when first the weakest. With the priority rule the split
+    at a leaf depends on its LP's point only, so growing to `first` leaves, storing, and
+    growing on to 9 gives the tree of one run to 9 leaves, and its bound."""
+    lp, priority = _knapsack(seed)
+    branchable = np.ones(lp.cost.size, bool)
+    kwargs = {"priority": priority, "branching": "priority"}
+    whole = lp_tree.grow(lp, branchable, 0.0, 20.0, 9, **kwargs)
+    part = lp_tree.grow(lp, branchable, 0.0, 20.0, first, **kwargs)
+    stored = copy.deepcopy(part.tree)
+    on = lp_tree.grow(lp, branchable, 0.0, 20.0, 9, start=part.tree, **kwargs)
+    assert part.tree == stored  # the stored tree is not changed
+    assert on.root_bound == pytest.approx(part.bound)
+    assert on.bound >= part.bound - 1e-9 and on.leaves >= part.leaves
+    assert lp_tree.check_tree(lp, on.tree, branchable) == pytest.approx(on.bound)
+    assert (on.leaves, on.status) == (whole.leaves, whole.status)
+    assert on.bound == pytest.approx(whole.bound, rel=1e-7)
+    # the stored disjunctions are the top of the tree grown on
+    top, kept = [(stored, on.tree)], 0
+    while top:
+        a, b = top.pop()
+        if "branch" in a:
+            assert (a["branch"], a["at"]) == (b["branch"], b["at"])
+            top += [(a["down"], b["down"]), (a["up"], b["up"])]
+            kept += 1
+    assert kept == part.leaves - 1
+
+
+def test_a_stored_tree_that_proves_nothing_is_refused_before_any_lp():
+    lp, branchable = _decoy_lp(), np.ones(4, bool)
+    grown = lp_tree.grow(lp, branchable, -1.0, 10.0, 3, priority=np.array([3.0, 3.0, 3.0, 1.0]))
+    assert grown.leaves == 3
+    bad = copy.deepcopy(grown.tree)
+    bad["branch"] = [7]  # no such column
+    with pytest.raises(ValueError, match="not a valid disjunction"):
+        lp_tree.grow(lp, branchable, -1.0, 10.0, 5, start=bad)
+    short = copy.deepcopy(grown.tree)
+    node = short
+    while "branch" in node["down"]:
+        node = node["down"]
+    node["down"] = {"index": [0, 9], "value": [1.0, 1.0]}  # a row the LP does not have
+    with pytest.raises(ValueError, match="duals do not fit"):
+        lp_tree.grow(lp, branchable, -1.0, 10.0, 5, start=short)
+    closed = lp_tree.grow(lp, branchable, -1.0, 10.0, 50, start=grown.tree)
+    assert closed.status == "closed" and closed.bound == pytest.approx(-1.0)

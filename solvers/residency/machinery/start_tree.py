@@ -82,15 +82,18 @@ def tree_lp(inst: Instance, ceiling: float, deadline: float = math.inf,
 
 
 def grow(inst: Instance, ceiling: float, time_limit: float, max_leaves: int,
-         op_rows: bool = False) -> tuple[lp_tree.Grown, int]:
+         op_rows: bool = False, start: dict[str, Any] | None = None
+         ) -> tuple[lp_tree.Grown, int]:
     """A tree (`lp_tree.grow`) over the LP (with the op rows, given `op_rows`) for at most
     `time_limit` seconds, building included, and `max_leaves` leaves; with the LP's row
-    count. Raises `relaxation.BuildTimeout` when the LP is not built in time."""
+    count. `start`: a stored tree over the LP of this `ceiling` and `op_rows`, grown on
+    (`lp_tree.grow`; ValueError when it does not fit that LP). Raises
+    `relaxation.BuildTimeout` when the LP is not built in time."""
     began = time.perf_counter()
     model = tree_lp(inst, ceiling, began + time_limit, op_rows)
     left = max(1.0, began + time_limit - time.perf_counter())
     grown = lp_tree.grow(model.lp, model.branchable, ceiling / model.lp.scale, left, max_leaves,
-                         [], model.priority, model.lp.scale)
+                         [], model.priority, model.lp.scale, start=start)
     return grown, int(model.lp.rlo.size)
 
 
