@@ -68,7 +68,7 @@ import heapq
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -240,37 +240,49 @@ def _leaf_box(lp: BoxLP, path: list[Row]) -> tuple[np.ndarray, np.ndarray, list[
     return lo, hi, rows
 
 
-def check_tree(lp: BoxLP, tree: dict[str, Any], branchable: np.ndarray,
-               kinds: Kinds | None = None) -> float:
-    """The bound (model units) a tree proves: the least of its leaves' weak-duality
-    bounds, each with its path's disjunctions; -inf when a node's disjunction is not
-    valid (`_disjunction`: an integer sum on distinct `branchable` columns, a boolean
-    mask, or a node of one of `kinds` that kind's function accepts), or a leaf's duals do
-    not fit."""
-    worst = math.inf
+def _walk(lp: BoxLP, tree: Any, branchable: np.ndarray, kinds: Kinds | None = None
+          ) -> Iterator[tuple[dict[str, Any], list[Row], np.ndarray, np.ndarray, float]]:
+    """Each leaf of a tree (down sides first) with its path's rows, its duals (row duals,
+    one multiplier per non-box row) and the weak-duality bound they prove on its box;
+    raises ValueError where a node is not a valid disjunction (`_disjunction`: an integer
+    sum on distinct `branchable` columns, a boolean mask, or a node of one of `kinds` that
+    kind's function accepts) or a leaf's duals do not fit."""
     stack: list[tuple[Any, list[Row]]] = [(tree, [])]
     while stack:
         node, path = stack.pop()
         if not isinstance(node, dict):
-            return -math.inf
+            raise ValueError("a tree node that is not an object")
         if "branch" in node or "kind" in node:
             sides = _disjunction(node, branchable, kinds)
             if sides is None:
-                return -math.inf
-            stack.append((node["down"], path + [sides[0]]))
-            stack.append((node["up"], path + [sides[1]]))
+                raise ValueError("a node that is not a valid disjunction: "
+                                 f"{node.get('branch', node.get('kind'))!r}")
+            stack += [(node["up"], path + [sides[1]]), (node["down"], path + [sides[0]])]
             continue
         y = _vector(node.get("index"), node.get("value"), lp.rlo.size)
         lo, hi, rows = _leaf_box(lp, path)
         mu = node.get("path", [0.0] * len(rows))
         if y is None or not isinstance(mu, list) or len(mu) != len(rows):
-            return -math.inf
+            raise ValueError("a leaf whose duals do not fit the LP")
         mu_arr = _vector(list(range(len(mu))), mu, len(mu)) if mu else np.zeros(0)
         if mu_arr is None:
-            return -math.inf
-        worst = min(worst, box_bound(lp, y, lo, hi, rows, mu_arr))
-        if worst == -math.inf:
-            return worst
+            raise ValueError("a leaf whose duals do not fit the LP")
+        yield node, path, y, mu_arr, box_bound(lp, y, lo, hi, rows, mu_arr)
+
+
+def check_tree(lp: BoxLP, tree: dict[str, Any], branchable: np.ndarray,
+               kinds: Kinds | None = None) -> float:
+    """The bound (model units) a tree proves: the least of its leaves' weak-duality
+    bounds, each with its path's disjunctions; -inf when a node's disjunction is not
+    valid or a leaf's duals do not fit (`_walk`)."""
+    worst = math.inf
+    try:
+        for *_, bound in _walk(lp, tree, branchable, kinds):
+            worst = min(worst, bound)
+            if worst == -math.inf:
+                return worst
+    except ValueError:
+        return -math.inf
     return worst
 
 
@@ -523,31 +535,9 @@ def _group(g: Any) -> tuple[np.ndarray, np.ndarray | None]:
 
 def stored_leaves(lp: BoxLP, tree: Any, branchable: np.ndarray, kinds: Kinds | None = None
                   ) -> list[tuple[dict[str, Any], list[Row], np.ndarray, np.ndarray, float]]:
-    """The leaves of a stored tree (`check_tree`'s format), each with its path's rows, its
-    duals (row duals, one multiplier per non-box row) and the bound they prove; raises
-    ValueError when a node is not a valid disjunction or a leaf's duals do not fit, as
-    `check_tree` would prove nothing from such a tree."""
-    out = []
-    stack: list[tuple[Any, list[Row]]] = [(tree, [])]
-    while stack:
-        node, path = stack.pop()
-        if not isinstance(node, dict):
-            raise ValueError("a tree node that is not an object")
-        if "branch" in node or "kind" in node:
-            sides = _disjunction(node, branchable, kinds)
-            if sides is None:
-                raise ValueError(f"a node that is not a valid disjunction: {node.get('branch', node.get('kind'))!r}")
-            stack += [(node["up"], path + [sides[1]]), (node["down"], path + [sides[0]])]
-            continue
-        y = _vector(node.get("index"), node.get("value"), lp.rlo.size)
-        lo, hi, rows = _leaf_box(lp, path)
-        mu = node.get("path", [0.0] * len(rows))
-        mu_arr = (_vector(list(range(len(mu))), mu, len(mu)) if isinstance(mu, list) and mu
-                  else np.zeros(0))
-        if y is None or mu_arr is None or mu_arr.size != len(rows):
-            raise ValueError("a leaf whose duals do not fit the LP")
-        out.append((node, path, y, mu_arr, box_bound(lp, y, lo, hi, rows, mu_arr)))
-    return out
+    """The leaves of a stored tree, as `_walk` yields them (ValueError where `check_tree`
+    would prove nothing from the tree)."""
+    return list(_walk(lp, tree, branchable, kinds))
 
 
 def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
@@ -563,11 +553,12 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
     `branching` (one of BRANCHINGS) chooses among fractional columns otherwise.
 
     `start`, a stored tree over this same LP (`lp` with the rows of any cuts it was grown
-    with, and the same `cap`), is grown on rather than a new root: its disjunctions are kept
-    and its leaves are the open leaves, each with its stored bound (`stored_leaves`; raises
-    ValueError on a tree that proves nothing). No basis or point is stored, so a stored
-    leaf's LP is solved again, cold, when it is first the weakest, then expanded as usual;
-    `root_bound` is then the stored tree's bound. So the budgets of several runs add up."""
+    with, and the same `cap`), is grown on rather than a new root: its disjunctions are
+    kept and its leaves are the open leaves, each with its stored bound (`stored_leaves`;
+    raises ValueError on a tree whose nodes or duals do not fit this LP). No basis or
+    point is stored, so a stored leaf's LP is solved again (from the last basis HiGHS
+    has, cold at first) when it is first the weakest, then expanded as usual; `root_bound`
+    is then the stored tree's bound. So the budgets of several runs add up."""
     if branching not in BRANCHINGS:
         raise ValueError(f"unknown branching {branching!r}: one of {', '.join(BRANCHINGS)}")
     began = time.perf_counter()
