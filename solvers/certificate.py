@@ -379,8 +379,9 @@ def _start_tree_dual(instance: Instance, time_limit: float | None,
         return None
     op_rows, start, floor = True, None, None
     if resume is not None:
-        floor = check_lp_dual(instance, resume, valid_latency=ceiling)
-        if resume.get("model") != START_TREE_MODEL or not math.isfinite(floor):
+        floor = (check_lp_dual(instance, resume, valid_latency=ceiling)
+                 if resume.get("model") == START_TREE_MODEL else -math.inf)
+        if not math.isfinite(floor):
             raise ValueError(f"the certificate to grow on is not a {START_TREE_MODEL} tree that "
                              f"proves a bound on this instance")
         ceiling, op_rows, start = float(resume["ceiling"]), _op_rows(resume), resume["tree"]

@@ -533,13 +533,6 @@ def _group(g: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return np.asarray(g, np.int64), None
 
 
-def stored_leaves(lp: BoxLP, tree: Any, branchable: np.ndarray, kinds: Kinds | None = None
-                  ) -> list[tuple[dict[str, Any], list[Row], np.ndarray, np.ndarray, float]]:
-    """The leaves of a stored tree, as `_walk` yields them (ValueError where `check_tree`
-    would prove nothing from the tree)."""
-    return list(_walk(lp, tree, branchable, kinds))
-
-
 def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
          max_leaves: int = 200, groups: list[Any] = (), priority: np.ndarray | None = None,
          scale: float = 1.0, threads: int = 1, kinds: Kinds | None = None,
@@ -554,7 +547,7 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
 
     `start`, a stored tree over this same LP (`lp` with the rows of any cuts it was grown
     with, and the same `cap`), is grown on rather than a new root: its disjunctions are
-    kept and its leaves are the open leaves, each with its stored bound (`stored_leaves`;
+    kept and its leaves are the open leaves, each with its stored bound (`_walk`;
     raises ValueError on a tree whose nodes or duals do not fit this LP). No basis or
     point is stored, so a stored leaf's LP is solved again (from the last basis HiGHS
     has, cold at first) when it is first the weakest, then expanded as usual; `root_bound`
@@ -564,7 +557,7 @@ def grow(lp: BoxLP, branchable: np.ndarray, cap: float, time_limit: float,
     began = time.perf_counter()
     prio = np.zeros(lp.cost.size) if priority is None else np.asarray(priority, np.float64)
     tree = None if start is None else copy.deepcopy(start)
-    stored = [] if tree is None else stored_leaves(lp, tree, branchable, kinds)
+    stored = [] if tree is None else list(_walk(lp, tree, branchable, kinds))
     solver = _Solver(lp, branchable, cap, time_limit, [_group(g) for g in groups],
                      prio, threads, pick, cuts, cut_rounds, branching)
     # an open leaf keeps its LP's basis, for its children, while the bases kept hold at most

@@ -94,7 +94,12 @@ def solution_objective(entry: Entry, instance: Any, path: str | Path) -> tuple[f
 
 def read_certificate(lib: Library, relative: str) -> dict[str, Any]:
     path = lib.path(relative)
-    raw = path.read_bytes()
+    return decode_certificate(path, path.read_bytes())
+
+
+def decode_certificate(path: Path, raw: bytes) -> dict[str, Any]:
+    """A stored certificate file's content (`raw`, the bytes of `path`, gzipped JSON when
+    its name ends in .gz)."""
     if path.suffix == ".gz":
         raw = gzip.decompress(raw)
     return json.loads(raw.decode("utf-8"))

@@ -8,7 +8,6 @@ only this process writes the library.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import math
@@ -20,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from memplace.bench.library import store
-from memplace.bench.library.check import load_entry_instance
+from memplace.bench.library.check import decode_certificate, load_entry_instance
 from memplace.bench.library.tables import by_certified_gap, certified_gap_text, figure, unit
 from memplace.instances.library import OPTIMAL_GAP, Entry, Library
 from memplace.model.core.errors import MemplaceError, ParameterError
@@ -66,9 +65,10 @@ def run_task(task: Task) -> dict[str, Any]:
         unproved = []
         params, resume = dict(task.params), None
         if params.get("resume"):  # a stored tree to grow on, named by its content in the provenance
-            raw = Path(params["resume"]).read_bytes()
+            path = Path(params["resume"])
+            raw = path.read_bytes()
             params["resume"] = "sha256:" + hashlib.sha256(raw).hexdigest()
-            resume = json.loads((gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8"))
+            resume = decode_certificate(path, raw)
         for model in params.get("models", lp_models(task.problem)):
             cert = lp_dual(inst, model, task.time_limit, params.get("ceiling"), resume)
             if cert is not None:
