@@ -170,13 +170,16 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     frontier: dict[tuple, np.ndarray] = {(): np.zeros((1, 2 + 2 * Lc))}
     facts = {"truncated_keys": 0, "truncated_labels": 0, "max_keys_seen": 1,
              "rounded_levels": int((unit > 1).sum())}
+    stop = should_stop or (lambda: False)  # checked per op and per key
     for k in range(n):
-        if should_stop is not None and should_stop():
+        if stop():
             return None, facts
         # Branch the tensors first accessed at op k over their levels.
         for t in new_at[k]:
             grown: dict[tuple, np.ndarray] = {}
             for key, labels in frontier.items():
+                if stop():  # the keys multiply by the levels with each tensor branched
+                    return None, facts
                 for l in allowed[t]:
                     lab = labels.copy()
                     if is_weight[t] and l < Lc:
@@ -202,6 +205,8 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
         keep_pos = [i for i, t in enumerate(tracked) if lastacc[t] > k]
         closed: dict[tuple, list[np.ndarray]] = {}
         for key, labels in frontier.items():
+            if stop():
+                return None, facts
             memory = 0.0
             for a, i in zip(range(a0, a1), acc_pos):
                 memory += inst.access_time[a, key[i]]

@@ -137,3 +137,28 @@ def test_coarse_buckets_are_reported_as_rounding():
     assert dp.status == "feasible" and dp.lower_bound is None
 
 
+
+
+def test_a_stop_is_noticed_inside_one_op_while_its_tensors_branch():
+    """The keys multiply by the levels with each tensor an op branches (64 x 3^m before the
+    op closes), so one op's work is not bounded: a stop must be seen inside it. Round 5 of
+    unseen programs (docs/zoo.md): ConvBERT's dp ran 0.5 s past a 2 s limit, stopped by
+    solve()'s grace, while checking once per op."""
+    one_op = {"format": "memplace-instance/1", "name": "fan@test",
+              "workload": {"name": "fan", "ops": [{"name": "op0", "type": "add", "flops": 1.0}],
+                           "tensors": [{"name": f"w{t}", "kind": "weight", "size": 8,
+                                        "producer": None, "accesses": [[0, 8]]}
+                                       for t in range(4)]},
+              "hardware": {"name": "two", "compute_rate": 1e9,
+                           "levels": [{"name": "fast", "capacity": 64, "bandwidth": 1e9},
+                                      {"name": "slow", "capacity": None, "bandwidth": 1e8}]}}
+    inst = Instance.from_dict(one_op)
+    assert dp_placement(inst)[0] is not None  # unstopped, its one op closes
+    calls = []
+
+    def stop_from_the_third_check() -> bool:
+        calls.append(1)
+        return len(calls) >= 3
+
+    place, _ = dp_placement(inst, should_stop=stop_from_the_third_check)
+    assert place is None and len(calls) == 3  # the op's first check, then its keys'
