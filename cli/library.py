@@ -270,7 +270,7 @@ def score_command(version: str | None, solutions: str, split: str, problems: tup
     known as the reference line (--split and --problem do not apply: the runs choose)."""
     lib = _read(version)
     if Path(solutions).is_file():
-        text = _score_runs(lib, solutions, out_file, submissions_dir)
+        text = _score_runs(lib, version or lib.name, solutions, out_file, submissions_dir)
     else:
         from memplace.bench.library.score import score, table
         scores = score(lib, solutions, split, problems or None)
@@ -284,11 +284,14 @@ def score_command(version: str | None, solutions: str, split: str, problems: tup
         Path(out_file).write_text(text, encoding="utf-8")
 
 
-def _score_runs(lib, runs: str, out_file: str | None, submissions_dir: str | None) -> str:
+def _score_runs(lib, named: str, runs: str, out_file: str | None,
+                submissions_dir: str | None) -> str:
+    """`named`: the library as the user named it (a folder of their own is its path, its
+    name inside being memplace-lib/0), so that the file's command reruns."""
     import tempfile
     from memplace.bench.library.runs import report
     from memplace.bench.store import read_runs
-    command = (f"memplace lib score --lib {lib.name} {runs}"
+    command = (f"memplace lib score --lib {named} {runs}"
                + (f" --out {out_file}" if out_file else ""))
     records = read_runs(runs)
     if submissions_dir:

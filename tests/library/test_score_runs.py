@@ -79,6 +79,8 @@ def test_score_command_reads_a_runs_file(residency_runs, small_library, tmp_path
     text = out.read_text()
     assert text == done.stdout
     assert "| best known (reference) | residency | " in text and f"| {entry.id} |" in text
+    # the command it was written by reruns: a folder of one's own is named by its path
+    assert f"`memplace lib score --lib {small_library} {runs} --out {out}`" in text
     assert (tmp_path / "subs" / "msa" / f"residency-{INSTANCE}.json").is_file()
     none = tmp_path / "none.jsonl"
     none.write_text(json.dumps(dict(records[0], instance="other@nnpi")) + "\n")
