@@ -190,3 +190,16 @@ def test_bound_keeps_the_polish_share_of_its_time_for_the_polish():
     assert 0.25 <= notes["polish"]["seconds"] <= 1.0 + 1.0  # 1 s kept (HiGHS may overrun its own)
     assert notes["polish"]["to"] <= notes["polish"]["from"]
     assert "polish" not in bound_and_incumbent(inst, time_limit=2.0, seeds=True, polish=0.0).notes
+
+
+def test_the_build_checks_its_deadline_at_every_tensor(monkeypatch):
+    """One tensor's windows can take tenths of a second to build (on a 530-op program of the
+    fifth unseen round `bound` ran 0.34 s past a 2 s limit while the build checked every 64
+    tensors): the clock is read before each tensor, and the first past the deadline stops it."""
+    from memplace.solvers.residency.machinery import relaxation
+    inst = Instance.from_dict(random_instance_dict(3, n_ops=6, n_tensors=8))
+    reads = iter([0.0])  # the clock: before the deadline once, then past it
+    clock = type("Clock", (), {"perf_counter": staticmethod(lambda: next(reads, 10.0))})
+    monkeypatch.setattr(relaxation, "time", clock)  # the module's clock only
+    with pytest.raises(relaxation.BuildTimeout, match="at tensor 1 of 8"):
+        formulate(inst, deadline=5.0)
