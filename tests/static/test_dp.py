@@ -137,8 +137,6 @@ def test_coarse_buckets_are_reported_as_rounding():
     assert dp.status == "feasible" and dp.lower_bound is None
 
 
-
-
 def test_a_stop_is_noticed_inside_one_op_while_its_tensors_branch():
     """The keys multiply by the levels with each tensor an op branches (64 x 3^m before the
     op closes), so one op's work is not bounded: a stop must be seen inside it. Round 5 of

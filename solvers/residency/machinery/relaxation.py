@@ -469,8 +469,7 @@ def formulate(inst: Instance, binary_starts: bool = True, binary_holds: bool = T
     for t in range(T):
         f.homes(t)
     for t in range(T):
-        if time.perf_counter() >= deadline:  # per tensor: one can take tenths of a second
-            raise BuildTimeout(f"deadline passed at tensor {t} of {T}")
+        check(f"tensor {t} of {T}")  # per tensor: one can take tenths of a second
         tt = f.tensor(t)
         f.serving(tt)
         f.eviction_shares(tt)
