@@ -170,7 +170,7 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     frontier: dict[tuple, np.ndarray] = {(): np.zeros((1, 2 + 2 * Lc))}
     facts = {"truncated_keys": 0, "truncated_labels": 0, "max_keys_seen": 1,
              "rounded_levels": int((unit > 1).sum())}
-    stop = should_stop or (lambda: False)  # checked per op and per key
+    stop = should_stop or (lambda: False)  # checked per op and per key, each stage
     for k in range(n):
         if stop():
             return None, facts
@@ -225,6 +225,8 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
         tracked = [tracked[i] for i in keep_pos]
         frontier = {}
         for key, parts in closed.items():
+            if stop():  # a key's Pareto filter is quadratic in its labels
+                return None, facts
             labels, cut = _pareto(np.concatenate(parts), max_labels, cells.astype(np.float64))
             facts["truncated_labels"] += int(cut)
             frontier[key] = labels

@@ -160,3 +160,28 @@ def test_a_stop_is_noticed_inside_one_op_while_its_tensors_branch():
 
     place, _ = dp_placement(inst, should_stop=stop_from_the_third_check)
     assert place is None and len(calls) == 3  # the op's first check, then its keys'
+
+
+def test_a_stop_is_noticed_between_the_keys_pareto_filters(monkeypatch):
+    """After an op closes, each key's labels are filtered to the Pareto front (quadratic
+    in them): a stop is seen between two keys. Round 6 of unseen programs (docs/zoo.md):
+    CaiT-XXS-24's dp ran 0.32 s past a 2 s limit, in this stage, stopped by solve()'s grace."""
+    from memplace.solvers.static import dp
+    two_ops = {"format": "memplace-instance/1", "name": "keys@test",
+               "workload": {"name": "keys", "ops": [{"name": f"op{k}", "type": "add", "flops": 1.0}
+                                                    for k in range(2)],
+                            "tensors": [{"name": f"w{t}", "kind": "weight", "size": 8,
+                                         "producer": None, "accesses": [[0, 8], [1, 8]]}
+                                        for t in range(3)]},
+               "hardware": {"name": "two", "compute_rate": 1e9,
+                            "levels": [{"name": "fast", "capacity": 64, "bandwidth": 1e9},
+                                       {"name": "slow", "capacity": None, "bandwidth": 1e8}]}}
+    inst = Instance.from_dict(two_ops)
+    filtered = []
+    real = dp._pareto
+    monkeypatch.setattr(dp, "_pareto", lambda *a: filtered.append(1) or real(*a))
+    assert dp_placement(inst)[0] is not None
+    assert len(filtered) >= 8  # the three tensors' 2^3 keys, each filtered after op 0
+    filtered.clear()
+    place, _ = dp_placement(inst, should_stop=lambda: len(filtered) >= 1)
+    assert place is None and len(filtered) == 1
