@@ -185,6 +185,13 @@ START_COLUMN_MAX_LEAVES = 400
 # this many leaves: electra-small@nnpi (ceiling 152.073 us) needs 144.83 for a 5% gap
 SLOT_TREE_TARGET = 1 / 1.045
 SLOT_TREE_MAX_LEAVES = 6000
+# each tree model's leaf limit: a tree that reaches it stops whatever time is left, and
+# `--resume` grows a stored tree that has reached it no further
+TREE_LEAF_LIMITS = {TREE_MODEL: TREE_MAX_LEAVES, COVER_TREE_MODEL: TREE_MAX_LEAVES,
+                    START_TREE_MODEL: START_TREE_MAX_LEAVES,
+                    STEP_COVER_TREE_MODEL: STEP_COVER_TREE_MAX_LEAVES,
+                    UNITS_TREE_MODEL: UNITS_TREE_MAX_LEAVES,
+                    START_COLUMN_MODEL: START_COLUMN_MAX_LEAVES, SLOT_TREE_MODEL: SLOT_TREE_MAX_LEAVES}
 
 
 def closed_form(instance: Instance) -> float:

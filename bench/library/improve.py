@@ -59,10 +59,10 @@ def run_task(task: Task) -> dict[str, Any]:
     from memplace.solvers import solve
     inst = load(task.source, task.problem)
     if task.solver == "lp-dual":
-        from memplace.solvers.certificate import closed_form, lp_dual, lp_models
+        from memplace.solvers.certificate import TREE_LEAF_LIMITS, closed_form, lp_dual, lp_models
         bounds = ([{"kind": "closed-form", "value": closed_form(inst), "label": ""}]
                   if task.params.get("closed_form", True) else [])
-        unproved = []
+        unproved, full = [], {}
         params, resume = dict(task.params), None
         if params.get("resume"):  # a stored tree to grow on, named by its content in the provenance
             path = Path(params["resume"])
@@ -76,8 +76,13 @@ def run_task(task: Task) -> dict[str, Any]:
                                "certificate": cert})
             else:
                 unproved.append(model)
+            grown = cert if cert is not None else resume if resume and resume.get("model") == model \
+                else None
+            if model in TREE_LEAF_LIMITS and grown is not None and \
+                    grown.get("leaves", 0) >= TREE_LEAF_LIMITS[model]:
+                full[model] = TREE_LEAF_LIMITS[model]
         return {"task": asdict(task), "bounds": bounds, "unproved": unproved, "params": params,
-                "wall_s": time.perf_counter() - began}
+                "full_trees": full, "wall_s": time.perf_counter() - began}
     from memplace.solvers import load_kernels
     load_kernels([task.solver], task.problem)  # compiled (or loaded) before the solver's clock
     result = solve(inst, task.solver, time_limit=task.time_limit, seed=task.seed,
@@ -177,9 +182,10 @@ def record(lib: Library, outcome: dict[str, Any], notes: list[str] | None = None
                                  lambda path: path.write_text(text, encoding="utf-8"), prov, suffix):
             lines.append(f"{entry.id}: best {figure(entry, before)} -> {figure(entry, outcome['objective'])} "
                          f"{unit(entry)} ({task['solver']})")
+    full = outcome.get("full_trees", {})
     for bound in outcome.get("bounds", []):
         named = f"{entry.id}: {bound['kind']} bound {figure(entry, bound['value'])} {unit(entry)}" + \
-            (f" ({bound['label']})" if bound.get("label") else "")
+            (f" ({bound['label']}{_full_text(full.get(bound['label']))})" if bound.get("label") else "")
         if store.record_bound(lib, entry, bound["value"], bound["kind"], prov,
                               bound.get("certificate"), bound.get("label", "")):
             lines.append(named)
@@ -187,11 +193,20 @@ def record(lib: Library, outcome: dict[str, Any], notes: list[str] | None = None
             notes.append(f"{named}: not recorded (one of its kind at least as high is)")
     if notes is not None:
         for model in outcome.get("unproved", []):
+            if model in full and task["params"].get("resume"):
+                notes.append(f"{entry.id}: {model}: the stored tree has {full[model]} leaves, its "
+                             f"limit: --resume grows it no further")
+                continue
             notes.append(f"{entry.id}: {model}: no certificate in {task['time_limit']:g} s (its LP "
                          f"not solved in time, or a tree proving no more than its root or the tree "
                          f"it grew on)")
     store.prune_dominated(lib, entry)
     return lines
+
+
+def _full_text(limit: int | None) -> str:
+    """What a bound's line adds when its tree stopped at its leaf limit, not its time."""
+    return "" if limit is None else f"; the tree reached its {limit}-leaf limit"
 
 
 def certify_task(lib: Library, e: Entry, budget: float,

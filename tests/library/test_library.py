@@ -309,6 +309,53 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
     assert problems == [] and all(r.errors == [] for r in reports)
 
 
+def test_a_tree_at_its_leaf_limit_says_so_and_resume_says_it_grows_no_further(small_library, tmp_path,
+                                                                              monkeypatch):
+    """A tree stopped by its leaf limit, not its time: the bound's line says so, and a
+    `--resume` of a stored tree that has its limit's leaves says it grows no further
+    (instead of "no certificate in N s"), so a user does not buy more time for nothing."""
+    from memplace.bench.library import store
+    from memplace.bench.library.improve import improve_tasks, record, run_task
+    from memplace.solvers import certificate
+    from memplace.solvers.certificate import START_TREE_MODEL
+    from memplace.solvers.residency.machinery import start_tree
+    folder = _copy(small_library, tmp_path)
+    lib = read_library(folder)
+    entry = lib.entry("residency/" + INSTANCE)
+    inst = load(INSTANCE, "residency")
+    ceiling = entry.best["objective"]
+    part, rows = start_tree.grow(inst, ceiling, 30.0, 3, op_rows=True)
+    cert = {"kind": "lp-dual", "model": START_TREE_MODEL, "ceiling": ceiling, "rows": rows,
+            "op_rows": True, "leaves": part.leaves, "tree": part.tree}
+    cert["bound"] = check_lp_dual(inst, cert, valid_latency=ceiling)
+    assert part.leaves == 3 and cert["bound"] > 0
+    # the line of a bound whose tree reached the limit
+    task = {"entry": entry.id, "solver": "lp-dual", "seed": 0, "time_limit": 9.0, "params": {}}
+    bound = {"kind": "lp-dual", "value": cert["bound"], "label": START_TREE_MODEL, "certificate": cert}
+    assert record(lib, {"task": task, "bounds": [bound], "full_trees": {START_TREE_MODEL: 3}}) == [
+        f"{entry.id}: lp-dual bound {cert['bound'] * 1e6:.3f} us ({START_TREE_MODEL}; the tree "
+        f"reached its 3-leaf limit)"]
+    store.save(lib)
+    lib = read_library(folder)
+    entry = lib.entry("residency/" + INSTANCE)
+    # grown on with a limit of the 3 leaves it has: nothing grows, and that is what is said
+    monkeypatch.setattr(certificate, "START_TREE_MAX_LEAVES", 3)
+    monkeypatch.setitem(certificate.TREE_LEAF_LIMITS, START_TREE_MODEL, 3)
+    tasks = improve_tasks(lib, [entry], 5.0, solvers={"residency": ()}, models=[START_TREE_MODEL],
+                          resume=True)
+    tree = next(t for t in tasks if t.params.get("models") == [START_TREE_MODEL])
+    out = run_task(tree)
+    assert out["unproved"] == [START_TREE_MODEL] and out["full_trees"] == {START_TREE_MODEL: 3}
+    notes: list[str] = []
+    assert record(lib, out, notes) == []
+    assert notes == [f"{entry.id}: {START_TREE_MODEL}: the stored tree has 3 leaves, its limit: "
+                     "--resume grows it no further"]
+    # below the limit the message is the usual one
+    monkeypatch.setitem(certificate.TREE_LEAF_LIMITS, START_TREE_MODEL, 4)
+    out = run_task(tree)
+    assert out["full_trees"] == {}
+
+
 def test_an_entry_without_a_certified_bound_is_named_so_not_as_a_dash_percent():
     from memplace.bench.library.tables import certified_gap_text
     from memplace.instances.library import Entry
