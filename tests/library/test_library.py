@@ -309,14 +309,9 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
     assert problems == [] and all(r.errors == [] for r in reports)
 
 
-def test_a_tree_at_its_leaf_limit_says_so_and_resume_says_it_grows_no_further(small_library, tmp_path,
-                                                                              monkeypatch):
-    """A tree stopped by its leaf limit, not its time: the bound's line says so, and a
-    `--resume` of a stored tree that has its limit's leaves says it grows no further
-    (instead of "no certificate in N s"), so a user does not buy more time for nothing."""
-    from memplace.bench.library import store
-    from memplace.bench.library.improve import improve_tasks, record, run_task
-    from memplace.solvers import certificate
+def _three_leaf_tree(small_library, tmp_path):
+    """A copy of the library, its residency entry, the instance and a relaxation tree of 3
+    leaves grown at the best known (its certificate, with the bound its check proves)."""
     from memplace.solvers.certificate import START_TREE_MODEL
     from memplace.solvers.residency.machinery import start_tree
     folder = _copy(small_library, tmp_path)
@@ -329,6 +324,19 @@ def test_a_tree_at_its_leaf_limit_says_so_and_resume_says_it_grows_no_further(sm
             "op_rows": True, "leaves": part.leaves, "tree": part.tree}
     cert["bound"] = check_lp_dual(inst, cert, valid_latency=ceiling)
     assert part.leaves == 3 and cert["bound"] > 0
+    return folder, lib, entry, inst, cert
+
+
+def test_a_tree_at_its_leaf_limit_says_so_and_resume_says_it_grows_no_further(small_library, tmp_path,
+                                                                              monkeypatch):
+    """A tree stopped by its leaf limit, not its time: the bound's line says so, and a
+    `--resume` of a stored tree that has its limit's leaves says it grows no further
+    (instead of "no certificate in N s"), so a user does not buy more time for nothing."""
+    from memplace.bench.library import store
+    from memplace.bench.library.improve import improve_tasks, record, run_task
+    from memplace.solvers import certificate
+    from memplace.solvers.certificate import START_TREE_MODEL
+    folder, lib, entry, _, cert = _three_leaf_tree(small_library, tmp_path)
     # the line of a bound whose tree reached the limit
     task = {"entry": entry.id, "solver": "lp-dual", "seed": 0, "time_limit": 9.0, "params": {}}
     bound = {"kind": "lp-dual", "value": cert["bound"], "label": START_TREE_MODEL, "certificate": cert}
@@ -350,7 +358,7 @@ def test_a_tree_at_its_leaf_limit_says_so_and_resume_says_it_grows_no_further(sm
     assert record(lib, out, notes) == []
     assert notes == [f"{entry.id}: {START_TREE_MODEL}: the stored tree has 3 leaves, its limit: "
                      "--resume grows it no further"]
-    # below the limit the message is the usual one
+    # below the limit nothing is said of it
     monkeypatch.setitem(certificate.TREE_LEAF_LIMITS, START_TREE_MODEL, 4)
     out = run_task(tree)
     assert out["full_trees"] == {}
@@ -378,17 +386,8 @@ def test_resume_grows_the_stored_tree_and_names_it_by_its_content(small_library,
     from memplace.cli.main import main
     from memplace.model.core.errors import ParameterError
     from memplace.solvers.certificate import START_TREE_MODEL
-    from memplace.solvers.residency.machinery import start_tree
-    folder = _copy(small_library, tmp_path)
-    lib = read_library(folder)
-    entry = lib.entry("residency/" + INSTANCE)
-    inst = load(INSTANCE, "residency")
-    ceiling = entry.best["objective"]
-    part, rows = start_tree.grow(inst, ceiling, 30.0, 3, op_rows=True)
-    cert = {"kind": "lp-dual", "model": START_TREE_MODEL, "ceiling": ceiling, "rows": rows,
-            "op_rows": True, "leaves": part.leaves, "tree": part.tree}
-    cert["bound"] = check_lp_dual(inst, cert, valid_latency=ceiling)
-    assert part.leaves == 3 and cert["bound"] > 0
+    folder, lib, entry, inst, cert = _three_leaf_tree(small_library, tmp_path)
+    ceiling = cert["ceiling"]
     assert store.record_bound(lib, entry, cert["bound"], "lp-dual", store.provenance("lp-dual"),
                               cert, START_TREE_MODEL)
     store.save(lib)
