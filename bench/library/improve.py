@@ -76,11 +76,11 @@ def run_task(task: Task) -> dict[str, Any]:
                                "certificate": cert})
             else:
                 unproved.append(model)
-            grown = cert if cert is not None else resume if resume and resume.get("model") == model \
-                else None
-            if model in TREE_LEAF_LIMITS and grown is not None and \
-                    grown.get("leaves", 0) >= TREE_LEAF_LIMITS[model]:
-                full[model] = TREE_LEAF_LIMITS[model]
+            # the tree this run ends with: the one it grew, else the stored one it could not grow
+            stored = resume if resume is not None and resume.get("model") == model else None
+            tree, limit = (cert if cert is not None else stored), TREE_LEAF_LIMITS.get(model)
+            if tree is not None and limit is not None and tree.get("leaves", 0) >= limit:
+                full[model] = limit
         return {"task": asdict(task), "bounds": bounds, "unproved": unproved, "params": params,
                 "full_trees": full, "wall_s": time.perf_counter() - began}
     from memplace.solvers import load_kernels
