@@ -185,8 +185,8 @@ START_COLUMN_MAX_LEAVES = 400
 # this many leaves: electra-small@nnpi (ceiling 152.073 us) needs 144.83 for a 5% gap
 SLOT_TREE_TARGET = 1 / 1.045
 SLOT_TREE_MAX_LEAVES = 6000
-# each tree model's leaf limit: a tree that reaches it stops whatever time is left, and
-# `--resume` grows a stored tree that has reached it no further
+# each tree model's leaf limit, which its grow call reads: a tree that reaches it stops
+# whatever time is left, and `--resume` grows a stored tree that has reached it no further
 TREE_LEAF_LIMITS = {TREE_MODEL: TREE_MAX_LEAVES, COVER_TREE_MODEL: TREE_MAX_LEAVES,
                     START_TREE_MODEL: START_TREE_MAX_LEAVES,
                     STEP_COVER_TREE_MODEL: STEP_COVER_TREE_MAX_LEAVES,
@@ -365,8 +365,8 @@ def _tree_dual(instance: Instance, time_limit: float | None,
         return None
     branchable, groups, priority = _home_branching(instance, model)
     left = max(1.0, began + limit - time.perf_counter())
-    grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left, TREE_MAX_LEAVES,
-                         groups, priority, model.scale)
+    grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left,
+                         TREE_LEAF_LIMITS[TREE_MODEL], groups, priority, model.scale)
     if grown.leaves < 2:
         return None
     return _tree_certificate(instance, TREE_MODEL, ceiling, int(model.lp.rlo.size), grown,
@@ -394,7 +394,7 @@ def _start_tree_dual(instance: Instance, time_limit: float | None,
         ceiling, op_rows, start = float(resume["ceiling"]), _op_rows(resume), resume["tree"]
     try:
         grown, rows = start_tree.grow(instance, ceiling, 600.0 if time_limit is None else time_limit,
-                                      START_TREE_MAX_LEAVES, op_rows=op_rows, start=start)
+                                      TREE_LEAF_LIMITS[START_TREE_MODEL], op_rows=op_rows, start=start)
     except relaxation.BuildTimeout:
         return None
     cert = _tree_certificate(instance, START_TREE_MODEL, ceiling, rows, grown,
@@ -435,8 +435,8 @@ def _cover_tree_dual(instance: Instance, time_limit: float | None,
         return None
     branchable, groups, priority = _cover_branching(instance, model, fams)
     left = max(1.0, began + limit - time.perf_counter())
-    grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left, TREE_MAX_LEAVES,
-                         groups, priority, model.scale)
+    grown = lp_tree.grow(model.lp, branchable, ceiling / model.scale, left,
+                         TREE_LEAF_LIMITS[COVER_TREE_MODEL], groups, priority, model.scale)
     cert = {"kind": "lp-dual", "model": COVER_TREE_MODEL, "ceiling": float(ceiling),
             "rows": int(model.lp.rlo.size), "families": [f.to_json() for f in fams],
             "leaves": grown.leaves, "tree": grown.tree}
@@ -711,7 +711,8 @@ def _step_cover_tree(instance: Instance, time_limit: float | None,
     if not _usable(ceiling):
         return None
     got = step_covers.grow_tree(instance, ceiling, 600.0 if time_limit is None else time_limit,
-                                STEP_COVER_TREE_MAX_LEAVES, STEP_COVER_TREE_LEAF_ROUNDS, op_rows=True)
+                                TREE_LEAF_LIMITS[STEP_COVER_TREE_MODEL], STEP_COVER_TREE_LEAF_ROUNDS,
+                                op_rows=True)
     if got.tree is None or got.leaves < 2:
         return None
     return _tree_certificate(instance, STEP_COVER_TREE_MODEL, ceiling, got.rows, got, got.root_bound,
@@ -738,7 +739,7 @@ def _units_tree(instance: Instance, time_limit: float | None,
         return None
     try:
         got = copy_units.grow_tree(instance, ceiling, 600.0 if time_limit is None else time_limit,
-                                   UNITS_TREE_MAX_LEAVES)
+                                   TREE_LEAF_LIMITS[UNITS_TREE_MODEL])
     except TimeoutError:
         return None
     if got.tree is None or got.leaves < 2:
@@ -765,7 +766,7 @@ def _start_column_tree(instance: Instance, time_limit: float | None,
     if not _usable(ceiling):
         return None
     got = start_columns.bound(instance, ceiling, 600.0 if time_limit is None else time_limit,
-                              START_COLUMN_MAX_LEAVES)
+                              TREE_LEAF_LIMITS[START_COLUMN_MODEL])
     if got.tree is None or not got.tensors:
         return None
     return _tree_certificate(instance, START_COLUMN_MODEL, ceiling, got.rows, got, None,
@@ -791,7 +792,8 @@ def _slot_tree(instance: Instance, time_limit: float | None,
     if not _usable(ceiling) or instance.n_levels < 2:
         return None
     got = slot_bound.grow_tree(instance, ceiling, ceiling * SLOT_TREE_TARGET,
-                               600.0 if time_limit is None else time_limit, SLOT_TREE_MAX_LEAVES)
+                               600.0 if time_limit is None else time_limit,
+                               TREE_LEAF_LIMITS[SLOT_TREE_MODEL])
     if got.tree is None:
         return None
     return _tree_certificate(instance, SLOT_TREE_MODEL, ceiling, got.rows, got, None, unit=got.unit,
