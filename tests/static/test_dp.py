@@ -137,20 +137,27 @@ def test_coarse_buckets_are_reported_as_rounding():
     assert dp.status == "feasible" and dp.lower_bound is None
 
 
+def _weights_read_by_every_op(n_ops: int, n_weights: int) -> Instance:
+    """Weights of 8 bytes, each read by every op, on a fast level of 64 bytes over a slow
+    one: the keys multiply by 2 with each weight an op branches."""
+    return Instance.from_dict({
+        "format": "memplace-instance/1", "name": "fan@test",
+        "workload": {"name": "fan", "ops": [{"name": f"op{k}", "type": "add", "flops": 1.0}
+                                            for k in range(n_ops)],
+                     "tensors": [{"name": f"w{t}", "kind": "weight", "size": 8, "producer": None,
+                                  "accesses": [[k, 8] for k in range(n_ops)]}
+                                 for t in range(n_weights)]},
+        "hardware": {"name": "two", "compute_rate": 1e9,
+                     "levels": [{"name": "fast", "capacity": 64, "bandwidth": 1e9},
+                                {"name": "slow", "capacity": None, "bandwidth": 1e8}]}})
+
+
 def test_a_stop_is_noticed_inside_one_op_while_its_tensors_branch():
     """The keys multiply by the levels with each tensor an op branches (64 x 3^m before the
     op closes), so one op's work is not bounded: a stop must be seen inside it. Round 5 of
     unseen programs (docs/zoo.md): ConvBERT's dp ran 0.5 s past a 2 s limit, stopped by
     solve()'s grace, while checking once per op."""
-    one_op = {"format": "memplace-instance/1", "name": "fan@test",
-              "workload": {"name": "fan", "ops": [{"name": "op0", "type": "add", "flops": 1.0}],
-                           "tensors": [{"name": f"w{t}", "kind": "weight", "size": 8,
-                                        "producer": None, "accesses": [[0, 8]]}
-                                       for t in range(4)]},
-              "hardware": {"name": "two", "compute_rate": 1e9,
-                           "levels": [{"name": "fast", "capacity": 64, "bandwidth": 1e9},
-                                      {"name": "slow", "capacity": None, "bandwidth": 1e8}]}}
-    inst = Instance.from_dict(one_op)
+    inst = _weights_read_by_every_op(n_ops=1, n_weights=4)
     assert dp_placement(inst)[0] is not None  # unstopped, its one op closes
     calls = []
 
@@ -167,16 +174,7 @@ def test_a_stop_is_noticed_between_the_keys_pareto_filters(monkeypatch):
     in them): a stop is seen between two keys. Round 6 of unseen programs (docs/zoo.md):
     CaiT-XXS-24's dp ran 0.32 s past a 2 s limit, in this stage, stopped by solve()'s grace."""
     from memplace.solvers.static import dp
-    two_ops = {"format": "memplace-instance/1", "name": "keys@test",
-               "workload": {"name": "keys", "ops": [{"name": f"op{k}", "type": "add", "flops": 1.0}
-                                                    for k in range(2)],
-                            "tensors": [{"name": f"w{t}", "kind": "weight", "size": 8,
-                                         "producer": None, "accesses": [[0, 8], [1, 8]]}
-                                        for t in range(3)]},
-               "hardware": {"name": "two", "compute_rate": 1e9,
-                            "levels": [{"name": "fast", "capacity": 64, "bandwidth": 1e9},
-                                       {"name": "slow", "capacity": None, "bandwidth": 1e8}]}}
-    inst = Instance.from_dict(two_ops)
+    inst = _weights_read_by_every_op(n_ops=2, n_weights=3)
     filtered = []
     real = dp._pareto
     monkeypatch.setattr(dp, "_pareto", lambda *a: filtered.append(1) or real(*a))
