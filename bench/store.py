@@ -22,7 +22,8 @@ Record schema (every key is always present; `null` where a value does not apply)
     placement        list   level name of every tensor (as in solution files); null on failure
     offsets          list   offset per tensor (null off addressed levels); null when the
                             instance has no addressed level or on failure
-    notes            dict   the solver's extra facts (e.g. hard_stop, no_incumbent)
+    notes            dict   the solver's extra facts (e.g. hard_stop, no_incumbent); an
+                            infinite or NaN number in them is stored as null
     error            str    what went wrong (status error/timeout/killed/oom), else null
     version          str    memplace version that made the record
     code             dict   {commit, dirty, package}: the git commit of the checkout that

@@ -78,11 +78,22 @@ def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def _jsonable(notes: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return json.loads(json.dumps(notes, default=str, allow_nan=False))
-    except ValueError:
-        return {key: str(value) for key, value in notes.items()}
+def _jsonable(value: Any) -> Any:
+    """`value` as plain JSON, its structure kept: NumPy scalars become Python numbers, an
+    infinite or NaN float becomes null (JSON has none; a bound of -inf is "no bound"), keys
+    and anything else JSON cannot hold become strings."""
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # a NumPy scalar
+        with contextlib.suppress(TypeError, ValueError):
+            value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
 
 
 def run(task: Task) -> dict[str, Any]:

@@ -329,3 +329,18 @@ def test_instance_patterns_expand_over_builtin_names_in_order_without_repeats(tm
 def test_builtin_instance_fingerprint_is_the_sha256_of_its_committed_file():
     path = builtin_path("vgg16@nnpi")
     assert Instance.from_file(path).fingerprint() == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_records_notes_keep_their_numbers_when_one_of_them_is_infinite():
+    """A solver's notes holding -inf somewhere (the bound solver's horizon bound when no
+    round completed) once turned every note into a string, "False" included."""
+    import numpy as np
+    from memplace.bench.worker import _jsonable
+
+    notes = {"closed_form_bound": 2.5e-05, "exact": False, "keys": np.int64(36),
+             "horizon": {"bound": float("-inf"), "rounds": 0, "status": "no round completed"},
+             "trace": (1.0, float("nan"))}
+    stored = json.loads(json.dumps(_jsonable(notes), allow_nan=False))
+    assert stored == {"closed_form_bound": 2.5e-05, "exact": False, "keys": 36,
+                      "horizon": {"bound": None, "rounds": 0, "status": "no round completed"},
+                      "trace": [1.0, None]}
