@@ -16,6 +16,10 @@ activations live at step k update M, and the tensors not accessed after k leave
 the key (keys that become equal merge their labels).
 
 What is exact and what is approximate:
+  * A capacitated level that holds every tensor at once (each size rounded up to its
+    unit) dominates the levels below it: a tensor allowed there is not branched lower
+    (no access slower, no capacity broken), so programs that fit in the LLC branch over
+    two levels, not three. Exact: the optimum is unchanged.
   * Bytes are counted in units of ceil(capacity_l / buckets) per level, rounded
     up (M per step, W per weight): every label is truly capacity-valid, so every
     placement the DP returns is valid (a restriction: its latency is >= the
@@ -132,6 +136,27 @@ def _future_bounds(inst: Instance, allowed: list[list[int]]) -> np.ndarray:
     return future
 
 
+def _keep_above_a_level_holding_everything(inst: Instance, allowed: list[list[int]],
+                                           unit: np.ndarray, cells: np.ndarray) -> None:
+    """Drop from `allowed` the levels below the fastest capacitated level l that holds
+    every tensor at once by the DP's own count (each size rounded up to l's unit). Moving a
+    tensor up to l then never breaks l's capacity and never slows an access, so a slower
+    level is dominated and the DP's optimum is unchanged; each tracked tensor multiplies the
+    keys by its levels, and small programs (everything fits in the LLC) branch over two
+    levels instead of three."""
+    for l in range(len(unit)):
+        if int((-(-inst.size // unit[l])).sum()) > int(cells[l]):
+            continue
+        for t, levels in enumerate(allowed):
+            if l not in levels:
+                continue
+            acc = inst.tensor_access[inst.tensor_ptr[t]:inst.tensor_ptr[t + 1]]
+            times = inst.access_time[acc]
+            allowed[t] = [m for m in levels
+                          if m <= l or not (times[:, l] <= times[:, m]).all()]
+        return
+
+
 def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
                  max_labels: int = 256, should_stop=None,
                  upper: float = math.inf) -> tuple[np.ndarray | None, dict]:
@@ -147,6 +172,7 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     allowed = [[last] for _ in range(T)]
     for t, l in zip(form.var_tensor.tolist(), form.var_level.tolist()):
         allowed[t].insert(len(allowed[t]) - 1, l)
+    _keep_above_a_level_holding_everything(inst, allowed, unit, cells)
     first = np.full(T, n, np.int64)
     lastacc = np.full(T, -1, np.int64)
     np.minimum.at(first, inst.op_tensor, inst.access_op)

@@ -1,6 +1,8 @@
 """The DP: exact on chains at one-byte buckets (equal to the MILP), valid everywhere."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -138,8 +140,9 @@ def test_coarse_buckets_are_reported_as_rounding():
 
 
 def _weights_read_by_every_op(n_ops: int, n_weights: int) -> Instance:
-    """Weights of 8 bytes, each read by every op, on a fast level of 64 bytes over a slow
-    one: the keys multiply by 2 with each weight an op branches."""
+    """Weights of 8 bytes, each read by every op, on a fast level holding all but one of
+    them over a slow one: the keys multiply by 2 with each weight an op branches (less the
+    one key of all of them fast)."""
     return Instance.from_dict({
         "format": "memplace-instance/1", "name": "fan@test",
         "workload": {"name": "fan", "ops": [{"name": f"op{k}", "type": "add", "flops": 1.0}
@@ -148,7 +151,7 @@ def _weights_read_by_every_op(n_ops: int, n_weights: int) -> Instance:
                                   "accesses": [[k, 8] for k in range(n_ops)]}
                                  for t in range(n_weights)]},
         "hardware": {"name": "two", "compute_rate": 1e9,
-                     "levels": [{"name": "fast", "capacity": 64, "bandwidth": 1e9},
+                     "levels": [{"name": "fast", "capacity": 8 * n_weights - 1, "bandwidth": 1e9},
                                 {"name": "slow", "capacity": None, "bandwidth": 1e8}]}})
 
 
@@ -179,7 +182,38 @@ def test_a_stop_is_noticed_between_the_keys_pareto_filters(monkeypatch):
     real = dp._pareto
     monkeypatch.setattr(dp, "_pareto", lambda *a: filtered.append(1) or real(*a))
     assert dp_placement(inst)[0] is not None
-    assert len(filtered) >= 8  # the three tensors' 2^3 keys, each filtered after op 0
+    assert len(filtered) >= 7  # the three tensors' 2^3 - 1 keys, each filtered after op 0
     filtered.clear()
     place, _ = dp_placement(inst, should_stop=lambda: len(filtered) >= 1)
     assert place is None and len(filtered) == 1
+
+
+def _weights_on_three_levels(middle_capacity: int) -> Instance:
+    """Six weights of 8 bytes read by both of two ops: a fast level of 24 bytes, a middle
+    level of `middle_capacity`, an unbounded slow one."""
+    return Instance.from_dict({
+        "format": "memplace-instance/1", "name": "three@test",
+        "workload": {"name": "three", "ops": [{"name": f"op{k}", "type": "add", "flops": 1.0}
+                                              for k in range(2)],
+                     "tensors": [{"name": f"w{t}", "kind": "weight", "size": 8, "producer": None,
+                                  "accesses": [[0, 8 * (t + 1)], [1, 8]]} for t in range(6)]},
+        "hardware": {"name": "three", "compute_rate": 1e9,
+                     "levels": [{"name": "fast", "capacity": 24, "bandwidth": 1e10},
+                                {"name": "middle", "capacity": middle_capacity, "bandwidth": 1e9},
+                                {"name": "slow", "capacity": None, "bandwidth": 1e8}]}})
+
+
+@pytest.mark.parametrize("middle, branched", [(47, (0, 1, 2)), (48, (0, 1)), (400, (0, 1))])
+def test_a_level_holding_every_tensor_leaves_the_slower_ones_out_of_the_keys(middle, branched):
+    """Round 7 of unseen programs (docs/zoo.md): FNet's 23 ops needed 11 s, the keys of
+    tracked weights multiplying by three levels where everything fits in the LLC. A level
+    that holds every tensor at once (48 bytes here) makes the slower ones dominated, so the
+    DP branches over the levels down to it only, and its optimum is the MILP's still."""
+    inst = _weights_on_three_levels(middle)
+    place, facts = dp_placement(inst, buckets=10**4, max_keys=10**4, max_labels=10**4)
+    within = [key for key in itertools.product(branched, repeat=6)
+              if 8 * key.count(0) <= 24 and 8 * key.count(1) <= middle]
+    assert facts["max_keys_seen"] == len(within)  # after op 0: every key within capacity
+    exact = solve(inst, "milp", time_limit=30)
+    dp = solve(inst, "dp", time_limit=30, buckets=10**4, max_keys=10**4, max_labels=10**4)
+    assert dp.status == "optimal" and dp.latency == pytest.approx(exact.latency, rel=1e-9)
