@@ -7,9 +7,10 @@ small constant per output element (`ELEMENTWISE`), the same constants as
 layer norm 8, GELU 8, its erf decomposition Div+Erf+Add+Mul+Mul = 1+4+1+1+1 = 8,
 swish Sigmoid+Mul = 4+1 = 5); pooling one flop per window element and output
 element (global pooling and reductions: one per input element); data movement
-(transpose, gather, slice, concat, pad, ...) 0; `Col2Im` one addition per block element. Recurrent layers (`RNN`, `GRU`, `LSTM`)
-count their two products per step, gate and direction and their default activations and
-gate arithmetic per hidden unit (`RECURRENT`).
+(transpose, gather, slice, concat, pad, ...) 0; `Col2Im` one addition per block element;
+`DFT` 5 N log2 N per complex transform of length N (FFTW's count), half for a real one.
+Recurrent layers (`RNN`, `GRU`, `LSTM`) count their two products per step, gate and
+direction and their default activations and gate arithmetic per hidden unit (`RECURRENT`).
 """
 from __future__ import annotations
 
@@ -114,6 +115,19 @@ def _attention(node, ins, outs) -> float:
     return 2.0 * _prod(q) * keys + 5.0 * scores + 2.0 * _prod(outs[0]) * keys
 
 
+def _dft(node, ins, outs) -> float:
+    """A fast Fourier transform along `axis` of every 1-D signal of the input [..., 1 or 2]
+    (real or complex), in FFTW's convention: 5 N log2 N flops for a complex transform of
+    length N, half that for a real one. The axis is the attribute (opsets 17-19); opset
+    20's axis input is not read here and its default (-2) is taken: the axis moves only the
+    log factor (the signal count times N is every element either way)."""
+    x = ins[0]
+    axis = int(_attr(node, "axis", -2))
+    n = max(2, int(x[axis if axis >= 0 else len(x) + axis]))
+    per_element = (5.0 if x[-1] == 2 else 2.5) * math.log2(n)
+    return per_element * _prod(x[:-1])
+
+
 # ONNX's recurrent ops (4, 3 and 1 gates: W's rows are gates x hidden): per hidden unit and
 # step, the flops of their default activations (Sigmoid and Tanh 4 each, as ELEMENTWISE)
 # plus the gate arithmetic: LSTM: sigmoid i, f, o, tanh g and tanh(c) = 20, c = f*c + i*g
@@ -141,7 +155,7 @@ def _window_pool(node, ins, outs) -> float:
 
 FORMULAS: dict[str, Callable[[onnx.NodeProto, list[Shape], list[Shape]], float]] = {
     "Conv": _conv, "ConvInteger": _conv, "QLinearConv": lambda n, i, o: _conv(n, [i[0], i[3]], o),
-    "ConvTranspose": _conv_transpose, "Attention": _attention,
+    "ConvTranspose": _conv_transpose, "Attention": _attention, "DFT": _dft,
     **dict.fromkeys(RECURRENT, _recurrent),
     # x * cos + rotate(x) * sin per element of the rotated part (opset 23)
     "RotaryEmbedding": lambda n, i, o: 3.0 * _prod(o[0]),

@@ -4,7 +4,8 @@ an empty dimension (a decode step's empty key/value cache) accepted as the fixed
 from the second round, recurrent layers (LSTM, GRU, RNN) counted by formula; from the third,
 nodes computed from weights only (NF-ResNet's weight standardization, wav2vec2's weight norm)
 folded at compile time; from the fourth, an invalid node named as ONNX's inference names it,
-and control flow refused before shapes are resolved."""
+and control flow refused before shapes are resolved; from the seventh, Fourier transforms
+(`DFT`) counted by formula."""
 from __future__ import annotations
 
 import warnings
@@ -250,3 +251,18 @@ def test_col2im_adds_every_block_element_into_the_image():
                    opset=18)
     (op,) = _import(model)["workload"]["ops"]
     assert op["flops"] == 2 * 9 * 36
+
+
+def test_a_fourier_transform_counts_five_n_log_n_per_complex_signal():
+    # FNet mixes tokens with a 2-D DFT (round 7, docs/zoo.md): along hidden (axis 2), then
+    # tokens (axis 1); a real input's transform counts half (FFTW's convention). It was
+    # unknown: one flop per output element, with a warning.
+    along_hidden = helper.make_node("DFT", ["x"], ["h"], name="dft_h", axis=2, onesided=0)
+    along_tokens = helper.make_node("DFT", ["h"], ["y"], name="dft_t", axis=1, onesided=0)
+    real = helper.make_node("DFT", ["r"], ["z"], name="dft_r", axis=1, onesided=0)
+    model = _model([along_hidden, along_tokens, real],
+                   [_vi("x", F, [1, 8, 16, 2]), _vi("r", F, [1, 8, 16, 1])],
+                   [_vi("y", F, None), _vi("z", F, None)], opset=18)
+    flops = {op["name"]: op["flops"] for op in _import(model)["workload"]["ops"]}
+    assert flops == {"dft_h": 5 * 4 * (8 * 16), "dft_t": 5 * 3 * (8 * 16),
+                     "dft_r": 2.5 * 3 * (8 * 16)}
