@@ -31,7 +31,10 @@ What is exact and what is approximate:
     the labels can grow; on DAGs with skip connections or multi-use tensors more
     tensors are tracked at once (BERT: up to 192 keys after an op).
   * The beam keeps at most `max_keys` keys after each op (those with the
-    cheapest label) and about `max_labels` labels per key: the cheapest label in
+    cheapest label), at most `BRANCHING_KEYS * max_keys` while an op's new tensors
+    branch (the cheapest label plus the op's access time so far: an op first reading
+    dozens of tensors, as an XLA program's entry, would otherwise multiply them past
+    any limit), and about `max_labels` labels per key: the cheapest label in
     each cell of a grid over how full each level is ((M_l + W_l) / capacity_l),
     like a knapsack DP at coarser resolution (very large label sets are thinned
     the same way, 16x finer, before the quadratic dominance filter).
@@ -61,6 +64,8 @@ from memplace.model.core.jit import njit
 from memplace.solvers import Param, SearchContext, register
 from memplace.solvers.static.milp_highs import formulate
 from memplace.solvers.static.placements import best_start, offer_valid
+
+BRANCHING_KEYS = 32  # keys kept while an op's tensors branch, per key kept after an op
 
 
 @njit(cache=True, nogil=True)
@@ -157,6 +162,20 @@ def _keep_above_a_level_holding_everything(inst: Instance, allowed: list[list[in
         return
 
 
+def _cheapest_while_branching(inst: Instance, k: int, frontier: dict[tuple, np.ndarray],
+                              tracked: list[int], keep: int) -> dict[tuple, np.ndarray]:
+    """The `keep` keys of `frontier` cheapest by their cheapest label plus op k's access
+    time over the tensors branched so far (a lower bound on the op's memory time)."""
+    a0, a1 = int(inst.op_ptr[k]), int(inst.op_ptr[k + 1])
+    access = {int(inst.op_tensor[a]): a for a in range(a0, a1)}
+    read = [(i, access[t]) for i, t in enumerate(tracked) if t in access]
+
+    def cost(key: tuple) -> float:
+        return float(frontier[key][:, 0].min()) + sum(float(inst.access_time[a, key[i]])
+                                                      for i, a in read)
+    return {key: frontier[key] for key in sorted(frontier, key=cost)[:keep]}
+
+
 def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
                  max_labels: int = 256, should_stop=None,
                  upper: float = math.inf) -> tuple[np.ndarray | None, dict]:
@@ -222,6 +241,10 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
                     grown[key + (l,)] = lab
             frontier = grown
             tracked.append(t)
+            if len(frontier) > BRANCHING_KEYS * max_keys:  # an op first reading many tensors
+                facts["truncated_keys"] += 1
+                frontier = _cheapest_while_branching(inst, k, frontier, tracked,
+                                                     BRANCHING_KEYS * max_keys)
         # Close op k: its time, the activations live at step k, then drop finished tensors.
         a0, a1 = int(inst.op_ptr[k]), int(inst.op_ptr[k + 1])
         position = {t: i for i, t in enumerate(tracked)}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplace.model import Instance, capacity_ok, placement_errors
+from memplace.model import Instance, capacity_ok, latency, placement_errors
 from memplace.solvers import solve
 from memplace.solvers.static.dp import dp_placement
 from randominst import random_instance_dict
@@ -217,3 +217,20 @@ def test_a_level_holding_every_tensor_leaves_the_slower_ones_out_of_the_keys(mid
     exact = solve(inst, "milp", time_limit=30)
     dp = solve(inst, "dp", time_limit=30, buckets=10**4, max_keys=10**4, max_labels=10**4)
     assert dp.status == "optimal" and dp.latency == pytest.approx(exact.latency, rel=1e-9)
+
+
+def test_an_op_first_reading_many_tensors_keeps_a_bounded_beam_while_they_branch(monkeypatch):
+    """XLA programs' entries read dozens of parameters at one op (xla-cnn: the DP never
+    closed its first op in 10 s, hard-stopped): while an op's tensors branch, the keys are
+    cut to BRANCHING_KEYS x max_keys, the cheapest by label and the op's access time so
+    far, and the cut is reported."""
+    from memplace.solvers.static import dp
+    inst = _weights_read_by_every_op(n_ops=2, n_weights=14)  # 2^14 - 1 keys uncut
+    filtered = []
+    real = dp._pareto
+    monkeypatch.setattr(dp, "_pareto", lambda *a: filtered.append(1) or real(*a))
+    place, facts = dp_placement(inst, max_keys=2)
+    assert len(filtered) <= 2 * dp.BRANCHING_KEYS * 2  # each op closes at most the cut
+    assert facts["truncated_keys"] >= 1 and capacity_ok(inst, place)
+    exact = solve(inst, "milp", time_limit=30)
+    assert latency(inst, place) == pytest.approx(exact.latency, rel=1e-9)  # 13 of 14 fast
