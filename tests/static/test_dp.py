@@ -234,3 +234,17 @@ def test_an_op_first_reading_many_tensors_keeps_a_bounded_beam_while_they_branch
     assert facts["truncated_keys"] >= 1 and capacity_ok(inst, place)
     exact = solve(inst, "milp", time_limit=30)
     assert latency(inst, place) == pytest.approx(exact.latency, rel=1e-9)  # 13 of 14 fast
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dp_equals_milp_on_chains_whose_middle_level_holds_everything(seed):
+    """The dominance of a level holding every tensor (above) on random chains: the DP,
+    branching only down to that level, still finds the MILP's optimum over all three."""
+    data = chain_instance_dict(seed, n_ops=8 + seed % 4, n_levels=3, tight=0.4)
+    sizes = sum(t["size"] for t in data["workload"]["tensors"])
+    data["hardware"]["levels"][1]["capacity"] = sizes + seed % 3  # exactly enough, or more
+    inst = Instance.from_dict(data)
+    exact = solve(inst, "milp", time_limit=30)
+    dp = solve(inst, "dp", time_limit=30, buckets=FINE, max_keys=10**4, max_labels=10**4)
+    assert exact.status == "optimal" and dp.status == "optimal"
+    assert dp.latency == pytest.approx(exact.latency, rel=1e-9)
