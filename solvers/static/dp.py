@@ -142,15 +142,15 @@ def _future_bounds(inst: Instance, allowed: list[list[int]]) -> np.ndarray:
 
 
 def _keep_above_a_level_holding_everything(inst: Instance, allowed: list[list[int]],
-                                           unit: np.ndarray, cells: np.ndarray) -> None:
+                                           size_cells: np.ndarray, cells: np.ndarray) -> None:
     """Drop from `allowed` the levels below the fastest capacitated level l that holds
-    every tensor at once by the DP's own count (each size rounded up to l's unit). Moving a
+    every tensor at once by the DP's own count (`size_cells`: each size in l's units). Moving a
     tensor up to l then never breaks l's capacity and never slows an access, so a slower
     level is dominated and the DP's optimum is unchanged; each tracked tensor multiplies the
     keys by its levels, and small programs (everything fits in the LLC) branch over two
     levels instead of three."""
-    for l in range(len(unit)):
-        if int((-(-inst.size // unit[l])).sum()) > int(cells[l]):
+    for l in range(len(cells)):
+        if int(size_cells[:, l].sum()) > int(cells[l]):
             continue
         for t, levels in enumerate(allowed):
             if l not in levels:
@@ -191,7 +191,6 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     allowed = [[last] for _ in range(T)]
     for t, l in zip(form.var_tensor.tolist(), form.var_level.tolist()):
         allowed[t].insert(len(allowed[t]) - 1, l)
-    _keep_above_a_level_holding_everything(inst, allowed, unit, cells)
     first = np.full(T, n, np.int64)
     lastacc = np.full(T, -1, np.int64)
     np.minimum.at(first, inst.op_tensor, inst.access_op)
@@ -202,6 +201,7 @@ def dp_placement(inst: Instance, buckets: int = 1024, max_keys: int = 64,
     size_cells = np.stack([-(-inst.size // unit[l]) for l in range(Lc)], axis=1) if Lc else \
         np.zeros((T, 0), np.int64)
     is_weight = inst.is_weight.astype(bool)
+    _keep_above_a_level_holding_everything(inst, allowed, size_cells, cells)
     future = _future_bounds(inst, allowed)
     limit = upper * (1 + 1e-12) if math.isfinite(upper) else math.inf
 
