@@ -37,6 +37,13 @@ time; msa's allocator re-deriving the windows over its homes can do better (memp
 albert-base@nnpi: 943.155 -> 939.140 µs), so the given start's homes with msa's windows
 over them are another start (`rewindow`; the other starts have msa's windows already).
 
+With `stream_share` > 0 (off by default), the best start then goes through
+`streaming.search`: every weight homed below the fastest level copied into it in read
+order, each copy as early as the level's room and the channel's order allow, and a hill
+climb over homes and which weights are streamed (the eighth round of unseen architectures,
+docs/zoo.md: BigBird's best known 11.540 -> 9.891 µs, ESM's 8.302 -> 7.782, small
+transformers whose 1 MB projections the anneals leave in the LLC, read directly).
+
 `rehome` moves named tensors of the given start to other levels first (their windows
 dropped; the result must still be valid), for home changes no single anneal move or
 same-size swap reaches: on deeplabv3-mobilenet-v3-large@nnpi, memplace-lib/7's best known
@@ -76,6 +83,7 @@ from memplace.solvers.residency.machinery.allocation import assign_windows
 from memplace.solvers.residency.machinery.home_exchanges import exchange
 from memplace.solvers.residency.machinery.home_swaps import descend
 from memplace.solvers.residency.machinery.shared_slots import rotations
+from memplace.solvers.residency.machinery.streaming import search as stream
 from memplace.solvers.residency.machinery.starts import (finish_seconds, milp_start, msa_solution,
                                                          static_homes, static_start)
 
@@ -96,6 +104,11 @@ PARAMS = {
                                                        "swaps for exchanges of a fast weight's home "
                                                        "with last-level weights filling its space, "
                                                        "windows kept (home_exchanges.py; 0: none)"),
+    "stream_share": Param(0.0, float, 0.0, 1.0, doc="share of the time left after the "
+                                                     "exchanges for streaming weights from the best "
+                                                     "start: copies into the fastest level in read "
+                                                     "order, as early as room allows, and a hill "
+                                                     "climb over homes (streaming.py; 0: none)"),
     "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is "
                                                "another start (0: none)"),
     "offer_every": Param(1.0, float, 0.0, doc="seconds between offers of the best solution"),
@@ -184,8 +197,9 @@ def rewindow(instance: Instance, sol: ResidencySolution,
           "homes, then reheated anneals from the best (iterated local search)", params=PARAMS, problem="residency")
 def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: float,
                      home_rate: float, lead: float, milp_share: float, swap_share: float,
-                     exchange_share: float, static_moves: int, offer_every: float, rotate: bool,
-                     start: str, rehome: str, plan_share: float, plan_slow: float) -> None:
+                     exchange_share: float, stream_share: float, static_moves: int,
+                     offer_every: float, rotate: bool, start: str, rehome: str, plan_share: float,
+                     plan_slow: float) -> None:
     if ctx.time_limit is None:
         raise ParameterError("solver 'multistart' (residency) needs a time limit")
     if rehome and not start:
@@ -194,14 +208,14 @@ def solve_multistart(ctx: SearchContext, anneals: int, t_start: float, t_end: fl
         raise ParameterError("solver 'multistart': plan_share re-plans the given start; give start too")
     ctx.lower_bound = lower_bound(ctx.instance)
     starts = _starts(ctx, milp_share, swap_share, static_moves, rotate, start, exchange_share,
-                     rehome, plan_share, plan_slow)
+                     rehome, plan_share, plan_slow, stream_share)
     _anneal_all(ctx, starts, anneals, t_start, t_end, home_rate, lead, offer_every)
 
 
 def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_moves: int,
             rotate: bool, start: str, exchange_share: float = 0.0,
             rehome: str = "", plan_share: float = 0.0,
-            plan_slow: float = 1.0) -> list[ResidencySolution]:
+            plan_slow: float = 1.0, stream_share: float = 0.0) -> list[ResidencySolution]:
     """Every start offered and noted, in the order the anneals take them: the best first,
     a rotation of it (often slower at first) second."""
     inst = ctx.instance
@@ -241,7 +255,8 @@ def _starts(ctx: SearchContext, milp_share: float, swap_share: float, static_mov
             add(better, "given_rewindow")
     starts.sort(key=lambda s: s.latency)
     # local searches from the best start, in turn; an improvement becomes the best start
-    for share, search, kind in ((swap_share, descend, "swap"), (exchange_share, exchange, "exchange")):
+    for share, search, kind in ((swap_share, descend, "swap"), (exchange_share, exchange, "exchange"),
+                                (stream_share, stream, "stream")):
         if share > 0 and not ctx.should_stop():
             found, tries = search(inst, starts[0], ctx.rng, start_by(share))
             ctx.notes[f"{kind}_tries"] = tries

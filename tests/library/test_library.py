@@ -270,8 +270,10 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
     (its solvers from the best known, or its tree), and an entry within runs none."""
     from memplace.bench.library import improve as improving
     from memplace.bench.library.improve import LADDER, Rung, above_target, climb
-    assert [r.name for r in LADDER] == ["multistart from the best known", "relaxation tree",
+    assert [r.name for r in LADDER] == ["multistart from the best known",
+                                        "weight streaming from the best known", "relaxation tree",
                                         "step-cover tree"]
+    assert [dict(r.params) for r in LADDER][:2] == [{}, {"stream_share": "0.5"}]
     lib = read_library(_copy(small_library, tmp_path))
     entry = lib.entry("residency/" + INSTANCE)
     static = lib.entry("static/" + INSTANCE)
@@ -281,7 +283,8 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
     real = improving.results
     monkeypatch.setattr(improving, "results", lambda tasks, scheduler=None: ran.append(tasks) or
                         real(tasks, scheduler))
-    quick = (Rung("multistart", solvers=("multistart",), from_best=True),
+    quick = (Rung("multistart", solvers=("multistart",), from_best=True,
+                  params=(("stream_share", "0.5"),)),
              Rung("tree", models=("residency-relaxation-tree",), min_time=2.0))
     lines: list[str] = []
     # within the target: nothing runs, nothing is said
@@ -293,8 +296,8 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
     assert said == [f"until-gap {100 * gap / 1e6:g}%: multistart on 1 entry above it",
                     f"until-gap {100 * gap / 1e6:g}%: tree on 1 entry above it"], lines
     first, second = ran
-    assert [(t.entry, t.solver, t.time_limit, t.params.get("start")) for t in first] == [
-        (entry.id, "multistart", 1.0, str(lib.path(entry.best["file"])))]
+    assert [(t.entry, t.solver, t.time_limit, t.params.get("start"), t.params.get("stream_share"))
+            for t in first] == [(entry.id, "multistart", 1.0, str(lib.path(entry.best["file"])), 0.5)]
     trees = [t for t in second if t.params.get("models") == ["residency-relaxation-tree"]]
     assert {t.entry for t in second} == {entry.id} and [t.time_limit for t in trees] == [2.0]
     assert all(t.solver == "lp-dual" for t in second)
