@@ -73,6 +73,17 @@ def layers(n: int = 6, fast: int = 3) -> Instance:
                                 {"name": "DRAM", "capacity": None, "bandwidth": 1e8}]}})
 
 
+def small_random(seed: int, addressed: bool) -> tuple[Instance, np.random.Generator]:
+    """A random instance of 3-9 ops, 3-11 tensors and 2-3 levels, and the generator that
+    drew its sizes (for the test's own draws after it)."""
+    rng = np.random.default_rng(seed)
+    inst = Instance.from_dict(random_instance_dict(
+        seed, n_ops=int(rng.integers(3, 10)), n_tensors=int(rng.integers(3, 12)),
+        n_levels=int(rng.integers(2, 4)), addressed=addressed,
+        tight=float(rng.choice([0.3, 0.6, 1.0]))))
+    return inst, rng
+
+
 def check(inst: Instance, limit: float, seed: int = 0, **params):
     result = solve(inst, "multistart", time_limit=limit, seed=seed, problem="residency", **params)
     assert "windows_dropped" not in result.notes  # valid as offered, not repaired by solve()
@@ -112,12 +123,7 @@ def test_demoting_a_weight_frees_sram_for_the_copies_of_the_others():
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.booleans())
 def test_output_validates_on_random_instances(seed, addressed):
-    rng = np.random.default_rng(seed)
-    data = random_instance_dict(seed, n_ops=int(rng.integers(3, 10)),
-                                n_tensors=int(rng.integers(3, 12)),
-                                n_levels=int(rng.integers(2, 4)), addressed=addressed,
-                                tight=float(rng.choice([0.3, 0.6, 1.0])))
-    inst = Instance.from_dict(data)
+    inst, _ = small_random(seed, addressed)
     result = check(inst, 1.0, seed, static_moves=2000)
     # msa's start may be cut short by the deadline, but never loses to the compiler's placement
     compiler = solve(inst, "compiler", time_limit=None, problem="static").latency
@@ -316,11 +322,7 @@ def test_an_exchange_reads_the_tail_weight_from_dram_and_homes_four_in_its_llc_s
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.booleans())
 def test_exchanges_keep_a_solution_valid_and_never_slower(seed, addressed):
-    rng = np.random.default_rng(seed)
-    inst = Instance.from_dict(random_instance_dict(
-        seed, n_ops=int(rng.integers(3, 10)), n_tensors=int(rng.integers(3, 12)),
-        n_levels=int(rng.integers(2, 4)), addressed=addressed,
-        tight=float(rng.choice([0.3, 0.6, 1.0]))))
+    inst, rng = small_random(seed, addressed)
     start = msa_solution(inst)[0]
     found, _ = exchange(inst, start, rng, time.perf_counter() + 10)
     assert validate(inst, found).valid

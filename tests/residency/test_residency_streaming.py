@@ -10,13 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplace.model import Instance
 from memplace.model.residency import ResidencySolution, simulate, validate
 from memplace.solvers import load_kernels, solve
 from memplace.solvers.residency.machinery import streaming
 from memplace.solvers.residency.machinery.starts import milp_start
-from randominst import random_instance_dict
-from test_residency_multistart import check, layers
+from test_residency_multistart import check, layers, small_random
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -61,11 +59,7 @@ def test_streaming_from_the_static_optimum_reaches_the_optimum_on_layers():
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.booleans())
 def test_streaming_keeps_a_solution_valid_and_never_slower(seed, addressed):
-    rng = np.random.default_rng(seed)
-    inst = Instance.from_dict(random_instance_dict(
-        seed, n_ops=int(rng.integers(3, 10)), n_tensors=int(rng.integers(3, 12)),
-        n_levels=int(rng.integers(2, 4)), addressed=addressed,
-        tight=float(rng.choice([0.3, 0.6, 1.0]))))
+    inst, rng = small_random(seed, addressed)
     start = solve(inst, "msa", time_limit=None, problem="residency").solution
     start.latency = simulate(inst, start)
     found, tries = streaming.search(inst, start, rng, time.perf_counter() + 0.3)
