@@ -17,10 +17,11 @@ such that the level holds the tensor from there to the access (homes and the win
 placed so far counted), no earlier than the start of the window before it (the channel's
 queue is first in, first out: a copy issued earlier but due later would hold up the
 ones behind it) nor than the tensor's previous window. An access with no room for a
-copy before it is read from the home. `search` climbs from a start: a move changes one
+copy before it is read from the home. `search` climbs from a start (annealing-style: a
+slower move is kept now and then, less often as the climb cools): a move changes one
 to three tensors (a weight to the fastest level, or to a slower level streamed or not; an
 activation to another level), the windows are built again and the move is kept when the
-simulated latency is no worse (sideways moves walk plateaus).
+simulated latency is no worse (sideways moves walk plateaus) or by the Metropolis rule.
 
 Only programs whose levels are not addressed are streamed (windows there need offsets,
 which this construction does not pack); `search` returns its start unchanged otherwise.
@@ -116,8 +117,11 @@ def _closer(instance: Instance, homes: np.ndarray, streamed: set[int]) -> None:
 
 def search(instance: Instance, start: ResidencySolution, rng: np.random.Generator,
            deadline: float) -> tuple[ResidencySolution, int]:
-    """A hill climb over homes and streaming from `start`'s homes (every weight homed below
-    the fastest level streamed) until `deadline` (perf_counter seconds). Returns the best
+    """A climb over homes and streaming from `start`'s homes (every weight homed below the
+    fastest level streamed, those in the last level first moved to the second fastest
+    where it has room; `start`'s own windows are not kept, the streaming windows are built
+    anew) until `deadline` (perf_counter seconds), accepting a slower move with the
+    Metropolis probability at a temperature cooling from T_START to T_END. Returns the best
     solution (`start` itself when nothing was better) and the moves tried."""
     if not streamable(instance):
         return start, 0
