@@ -39,8 +39,8 @@ over them are another start (`rewindow`; the other starts have msa's windows alr
 
 With `stream_share` > 0 (off by default), the best start then goes through
 `streaming.search`: every weight homed below the fastest level copied into it in read
-order, each copy as early as the level's room and the channel's order allow, and a hill
-climb over homes and which weights are streamed (the eighth round of unseen architectures,
+order, each copy as early as the level's room and the channel's order allow, and an
+annealed climb over homes and which weights are streamed (the eighth round of unseen architectures,
 docs/zoo.md: BigBird's best known 11.540 -> 9.891 µs, ESM's 8.302 -> 7.782, small
 transformers whose 1 MB projections the anneals leave in the LLC, read directly).
 
@@ -107,8 +107,8 @@ PARAMS = {
     "stream_share": Param(0.0, float, 0.0, 1.0, doc="share of the time left after the "
                                                      "exchanges for streaming weights from the best "
                                                      "start: copies into the fastest level in read "
-                                                     "order, as early as room allows, and a hill "
-                                                     "climb over homes (streaming.py; 0: none)"),
+                                                     "order, as early as room allows, and an "
+                                                     "annealed climb over homes (streaming.py; 0: none)"),
     "static_moves": Param(200_000, int, 0, doc="moves of the static sa whose placement is "
                                                "another start (0: none)"),
     "offer_every": Param(1.0, float, 0.0, doc="seconds between offers of the best solution"),

@@ -1,6 +1,6 @@
 """Weight streaming: weights homed below the fastest level copied into it in the order the
 ops read them, each as early as the fastest level's room and the channel's order allow,
-and a hill climb over each tensor's home and whether it is streamed.
+and an annealed climb over each tensor's home and whether it is streamed.
 
 This is what an NPU compiler does with weights that do not all fit in its SRAM (double
 buffering grown to the whole buffer): while the ops of one layer run, the next layers'
@@ -36,27 +36,23 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, simulate
+from memplace.model.static.cost import load_profile
+from memplace.solvers.residency.machinery.move_loop import access_ops
 
 FAST = 0  # the level weights are streamed into: the fastest
 T_START, T_END = 1e-2, 1e-5  # the climb's temperature (relative latency change), cooling geometrically
 
 
-def _accesses(instance: Instance, t: int) -> np.ndarray:
-    lo, hi = instance.tensor_ptr[t], instance.tensor_ptr[t + 1]
-    return np.sort(instance.access_op[instance.tensor_access[lo:hi]])
-
-
 def home_loads(instance: Instance, homes: np.ndarray) -> np.ndarray | None:
-    """Each level's load at each op from the homes alone ([level, op]), or None when a
-    capacitated level overflows."""
-    n = instance.n_ops
-    diff = np.zeros((instance.n_levels, n + 1), np.int64)
-    np.add.at(diff, (homes, instance.start), instance.size)
-    np.add.at(diff, (homes, instance.end + 1), -instance.size)
-    load = np.cumsum(diff[:, :n], axis=1)
-    if (load.max(axis=1) > instance.capacity).any():
-        return None
-    return load
+    """Each level's load at each op from the homes alone ([level, op], the static model's
+    `load_profile`), or None when a capacitated level overflows."""
+    load = load_profile(instance, homes)
+    return None if (load > instance.capacity[:, None]).any() else load
+
+
+def _access_ops(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """`move_loop.access_ops` (each tensor's access ops, sorted), built once per instance."""
+    return instance.derived("residency.access_ops", access_ops)
 
 
 def windows(instance: Instance, homes: np.ndarray, streamed: Iterable[int]) -> list[Window] | None:
@@ -68,7 +64,8 @@ def windows(instance: Instance, homes: np.ndarray, streamed: Iterable[int]) -> l
         return None
     fast = load[FAST].copy()
     cap = int(instance.capacity[FAST])
-    items = sorted((int(a), int(t)) for t in streamed for a in _accesses(instance, t))
+    ptr, ops = _access_ops(instance)
+    items = sorted((int(a), int(t)) for t in streamed for a in ops[ptr[t]:ptr[t + 1]])
     out: list[Window] = []
     floor = 0
     after: dict[int, int] = {}
