@@ -106,6 +106,11 @@ def access_ops(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.ascontiguousarray(pairs[1])
 
 
+def cached_access_ops(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """`access_ops`, built once per instance (`Instance.derived`)."""
+    return instance.derived("residency.access_ops", access_ops)
+
+
 def rules_of(instance: Instance) -> Rules:
     i = instance
     ptr, ops = access_ops(i)

@@ -38,6 +38,7 @@ import numpy as np
 
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, simulate, violations
+from memplace.solvers.residency.machinery.move_loop import cached_access_ops
 
 MAX_PAIRS = 64  # pairs tried (each slot a candidate), the longest read from its slow home first
 # A pair is tried only where the slower weight's reads served by its home take at least
@@ -61,9 +62,9 @@ def _home_read_time(instance: Instance, sol: ResidencySolution) -> np.ndarray:
 
 
 def _accesses(instance: Instance, t: int) -> list[int]:
-    i = instance
-    ops = (int(i.access_op[i.tensor_access[j]]) for j in range(i.tensor_ptr[t], i.tensor_ptr[t + 1]))
-    return sorted(set(ops))
+    """`t`'s distinct access ops, sorted."""
+    ptr, ops = cached_access_ops(instance)
+    return [int(k) for k in ops[ptr[t]:ptr[t + 1]]]
 
 
 def turns(instance: Instance, t: int, u: int, level: int) -> list[Window]:

@@ -37,7 +37,7 @@ import numpy as np
 from memplace.model.instance import Instance
 from memplace.model.residency import ResidencySolution, Window, simulate
 from memplace.model.static.cost import load_profile
-from memplace.solvers.residency.machinery.move_loop import access_ops
+from memplace.solvers.residency.machinery.move_loop import cached_access_ops
 
 FAST = 0  # the level weights are streamed into: the fastest
 T_START, T_END = 1e-2, 1e-5  # the climb's temperature (relative latency change), cooling geometrically
@@ -50,11 +50,6 @@ def home_loads(instance: Instance, homes: np.ndarray) -> np.ndarray | None:
     return None if (load > instance.capacity[:, None]).any() else load
 
 
-def _access_ops(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
-    """`move_loop.access_ops` (each tensor's access ops, sorted), built once per instance."""
-    return instance.derived("residency.access_ops", access_ops)
-
-
 def windows(instance: Instance, homes: np.ndarray, streamed: Iterable[int]) -> list[Window] | None:
     """The prefetch windows into the fastest level for the accesses of `streamed` (tensors
     without a producer homed slower), as early as room and order allow; None when the homes
@@ -64,7 +59,7 @@ def windows(instance: Instance, homes: np.ndarray, streamed: Iterable[int]) -> l
         return None
     fast = load[FAST].copy()
     cap = int(instance.capacity[FAST])
-    ptr, ops = _access_ops(instance)
+    ptr, ops = cached_access_ops(instance)
     items = sorted((int(a), int(t)) for t in streamed for a in ops[ptr[t]:ptr[t + 1]])
     out: list[Window] = []
     floor = 0
