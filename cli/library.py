@@ -141,7 +141,7 @@ def verify_command(version: str) -> None:
                    "climb a ladder one rung at a time until each is within: multistart from "
                    "the best known, then the same with weight streaming, then the relaxation "
                    "tree, then the step-cover tree "
-                   "(trees get at least 120 s); entries whose certified gap is within PERCENT "
+                   "(each rung gets at least 120 s); entries whose certified gap is within PERCENT "
                    "already are left alone")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,
                     max_ops: int | None, seeds: int, scheduler: str | None,

@@ -274,6 +274,8 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
                                         "weight streaming from the best known", "relaxation tree",
                                         "step-cover tree"]
     assert [dict(r.params) for r in LADDER][:2] == [{}, {"stream_share": "0.5"}]
+    from memplace.bench.library.improve import SEARCH_TIME_LIMIT_S, TREE_TIME_LIMIT_S
+    assert [r.min_time for r in LADDER] == [SEARCH_TIME_LIMIT_S] * 2 + [TREE_TIME_LIMIT_S] * 2
     lib = read_library(_copy(small_library, tmp_path))
     entry = lib.entry("residency/" + INSTANCE)
     static = lib.entry("static/" + INSTANCE)
