@@ -251,7 +251,9 @@ def read_library(version: int | str | Path | None = None) -> Library:
     """A library by version number, by `memplace-lib/N`, by folder, or (None or
     `memplace-lib`) the newest version in the package."""
     if names_folder(version):
-        folder = Path(version)
+        # absolute: `lib improve --scheduler` sends the folder's paths to Dask workers,
+        # whose working directory need not be this one
+        folder = Path(version).absolute()
     else:
         folder = folder_of(int(resolve(version).rsplit("/", 1)[1]))
     manifest_path = folder / MANIFEST

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -58,3 +59,20 @@ def test_an_instance_that_does_not_load_starts_no_library_and_adds_nothing(tmp_p
     before = (folder / "library.json").read_bytes()
     again = runner.invoke(main, ["lib", "add", "--lib", str(folder), str(tmp_path / "bad.json")])
     assert again.exit_code == 2 and (folder / "library.json").read_bytes() == before
+
+
+def test_a_folder_given_relative_is_read_as_absolute_so_that_workers_elsewhere_find_it(tmp_path,
+                                                                                        monkeypatch):
+    """`lib improve --lib FOLDER --scheduler ADDRESS` sends the entries' paths to Dask workers,
+    whose working directory need not be the caller's: the folder's paths are absolute."""
+    data = tiny_instance_dict()
+    (tmp_path / "one.json").write_text(json.dumps(data), encoding="utf-8")
+    result = CliRunner().invoke(main, ["lib", "add", "--lib", str(tmp_path / "mine"),
+                                       "--problem", "residency", str(tmp_path / "one.json")])
+    assert result.exit_code == 0, result.output
+    monkeypatch.chdir(tmp_path)
+    lib = read_library("mine")
+    assert lib.folder == tmp_path / "mine"
+    entry = lib.entries[0]
+    monkeypatch.chdir(tmp_path / "mine" / "instances")  # a worker started elsewhere
+    assert Path(lib.instance_source(entry)).is_file() and lib.path(entry.best["file"]).is_file()
