@@ -113,7 +113,7 @@ def cached_access_ops(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
 
 def rules_of(instance: Instance) -> Rules:
     i = instance
-    ptr, ops = access_ops(i)
+    ptr, ops = cached_access_ops(i)  # read only here and in the kernels
     tensors = np.flatnonzero(np.diff(ptr) > 0).astype(np.int64)
     traffic = np.asarray(i.traffic, np.float64)[tensors]
     by_traffic = np.cumsum(traffic) / traffic.sum() if traffic.sum() > 0 else np.zeros(0)
