@@ -138,7 +138,8 @@ def verify_command(version: str) -> None:
 @click.option("--until-gap", type=click.FloatRange(0, 100, min_open=True), default=None,
               metavar="PERCENT",
               help="then, on the residency entries whose certified gap is still above PERCENT, "
-                   "climb a ladder one rung at a time until each is within: multistart from "
+                   "climb a ladder one rung at a time until each is within: the bound MILP "
+                   "(`bound`), then multistart from "
                    "the best known, then the same with weight streaming, then the relaxation "
                    "tree, then the step-cover tree "
                    "(each rung gets at least 120 s); entries whose certified gap is within PERCENT "
