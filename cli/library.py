@@ -1,4 +1,4 @@
-"""`memplace lib list|show|verify|improve|add|score|site`: the benchmark library memplace-lib."""
+"""`memplace lib list|show|verify|improve|add|score|submit|site`: the benchmark library memplace-lib."""
 from __future__ import annotations
 
 import re
@@ -300,6 +300,21 @@ def _score_runs(lib, named: str, runs: str, out_file: str | None,
         return report(lib, records, Path(submissions_dir), command, echo=click.echo)
     with tempfile.TemporaryDirectory() as tmp:
         return report(lib, records, Path(tmp), command, echo=click.echo)
+
+
+@lib_group.command("submit")
+@LIB_OPTION
+@click.argument("solutions", nargs=-1, required=True, metavar="FILE|FOLDER...")
+def submit_command(version: str | None, solutions: tuple[str, ...]) -> None:
+    """Record solution files found elsewhere as best knowns, like a MIPLIB update: each is
+    matched to its entry as `score` matches it, validated and re-measured here, and the best
+    per entry is kept if it beats the best known, with the solver and seed the file names and
+    its sha256 as provenance. An invalid file records nothing (exit status 2, naming it);
+    a frozen version takes no submission (submit to a library of your own)."""
+    from memplace.bench.library.submit import submit
+    lib = _read(version)
+    for line in submit(lib, solutions):
+        click.echo(line)
 
 
 @lib_group.command("leaderboard")

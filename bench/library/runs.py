@@ -70,9 +70,12 @@ def write_submissions(lib: Library, records: list[dict[str, Any]], folder: Path)
             if key not in instances:
                 instances[key] = load_entry_instance(lib, e)
             inst = instances[key]
-            solution = get_problem(e.problem).from_record(inst, record)
+            solution = get_problem(e.problem).from_record(inst, record).to_dict(inst)
+            # the run that found it, so that `lib submit` of the file keeps its provenance
+            solution["solver"] = {"name": record["solver"], "params": record.get("params", {}),
+                                  "seed": record.get("seed")}
             (sub / f"{e.problem}-{file_stem(e.name)}.json").write_text(
-                json.dumps(solution.to_dict(inst), indent=1) + "\n", encoding="utf-8")
+                json.dumps(solution, indent=1) + "\n", encoding="utf-8")
         out[solver] = sub
     return out
 

@@ -40,7 +40,7 @@ class Score:
         return self.objective / reference - 1.0
 
 
-def _match(lib: Library, path: Path, entries: dict[str, Entry]) -> Entry | None:
+def match_entry(lib: Library, path: Path, entries: dict[str, Entry]) -> Entry | None:
     if path.suffix == ".csv":
         return entries.get(f"packing/{path.stem}")
     try:
@@ -70,7 +70,7 @@ def score(lib: Library, folder: str | Path, split: str = "all",
     for path in sorted(folder.iterdir()):
         if path.suffix not in (".json", ".csv") or not path.is_file():
             continue
-        entry = _match(lib, path, {e.id: e for e in lib.entries})
+        entry = match_entry(lib, path, {e.id: e for e in lib.entries})
         if entry is None or entry.id not in chosen:
             continue
         if entry.id in files:

@@ -140,6 +140,17 @@ def _instance_file(lib: Library, entry: Entry, out: Path) -> str:
     return target.relative_to(out).as_posix()
 
 
+def _found_by(prov: dict[str, Any]) -> str:
+    """Who found the best known, as the entry page says it: a solver run, or a submitted file."""
+    solver = html.escape(str(prov.get("solver")))
+    commit = html.escape(str(prov.get("commit"))[:10])
+    if "submitted" in prov:
+        return (f"submitted as {html.escape(str(prov['submitted'].get('file')))}, naming {solver} "
+                f"(seed {prov.get('seed')}; validated at commit {commit})")
+    return (f"found by {solver} (seed {prov.get('seed')}, limit {prov.get('time_limit')} s, "
+            f"commit {commit})")
+
+
 def entry_page(lib: Library, entry: Entry, out: Path) -> str:
     inst = _instance_file(lib, entry, out)
     sol = _copy(lib, entry.best.get("file"), out)
@@ -159,8 +170,7 @@ def entry_page(lib: Library, entry: Entry, out: Path) -> str:
             f"status <b>{html.escape(entry.status)}</b> (certified gap {percent(entry.certified_gap)}%)</p>"
             f"<ul><li><a href=\"../{_href(inst)}\">instance file</a></li>"
             f"<li><a href=\"../{_href(sol)}\">best known solution</a>: {figure(entry, entry.best['objective'])} "
-            f"{unit}, found by {html.escape(str(prov.get('solver')))} (seed {prov.get('seed')}, "
-            f"limit {prov.get('time_limit')} s, commit {html.escape(str(prov.get('commit'))[:10])})</li>"
+            f"{unit}, {_found_by(prov)}</li>"
             f"<li>default ({html.escape(entry.default['solver'])}): {figure(entry, entry.default['objective'])} {unit}</li></ul>"
             f"<h2>Memory over time (best known)</h2>{picture(lib, entry)}"
             f"<h2>Bounds</h2><table><thead><tr><th>kind</th><th>value ({unit})</th><th>checkable</th>"

@@ -39,7 +39,7 @@ def list_rows(lib: Library) -> list[dict[str, Any]]:
                      "bound": figure(e, e.bound), "certified bound": figure(e, e.certified_bound),
                      "gap %": percent(e.gap), "certified gap %": percent(e.certified_gap),
                      "status": e.status,
-                     "found by": (e.best.get("provenance") or {}).get("solver", "-")})
+                     "found by": _finder(e.best.get("provenance") or {})})
     return rows
 
 
@@ -87,6 +87,24 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _finder(prov: dict) -> str:
+    """The list's "found by": the solver, marked when a file naming it was submitted."""
+    solver = str(prov.get("solver", "-"))
+    return f"{solver} (submitted)" if "submitted" in prov else solver
+
+
+def found_by(prov: dict) -> str:
+    """Who found a best known: a solver run of `improve`, or a file `submit` recorded."""
+    if "submitted" in prov:
+        sub = prov["submitted"]
+        return (f"submitted as {sub.get('file')} (sha256 {str(sub.get('sha256'))[:16]}...), "
+                f"naming {prov.get('solver')} seed {prov.get('seed')}; validated at commit "
+                f"{str(prov.get('commit'))[:10]} on {prov.get('date')}")
+    return (f"found by {prov.get('solver')} seed {prov.get('seed')} in {prov.get('wall_s')} s "
+            f"(limit {prov.get('time_limit')}) at commit {str(prov.get('commit'))[:10]} on "
+            f"{prov.get('date')}")
+
+
 def show(lib: Library, e: Entry) -> str:
     prov = e.best.get("provenance") or {}
     out = [f"{e.id} ({lib.name}, {e.split} split)",
@@ -94,9 +112,7 @@ def show(lib: Library, e: Entry) -> str:
            f"{'buffers' if e.problem == 'packing' else 'ops'}",
            f"  default    {e.default['solver']}: {figure(e, e.default['objective'])} {unit(e)}",
            f"  best known {figure(e, e.best['objective'])} {unit(e)} in {e.best.get('file')}",
-           f"             found by {prov.get('solver')} seed {prov.get('seed')} in "
-           f"{prov.get('wall_s')} s (limit {prov.get('time_limit')}) at commit "
-           f"{str(prov.get('commit'))[:10]} on {prov.get('date')}",
+           f"             {found_by(prov)}",
            f"  status     {e.status} (certified gap {percent(e.certified_gap)}%)",
            "  bounds"]
     for b in sorted(e.bounds, key=lambda b: -b["value"]):
