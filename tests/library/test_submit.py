@@ -153,3 +153,20 @@ def test_the_files_score_writes_from_runs_name_the_solver_that_ran(small_library
     result = CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(folders["greedy-size"])])
     assert result.exit_code == 0, result.output
     assert read_library(folder).entry(e.id).best["provenance"]["solver"] == "greedy-size"
+
+
+def test_a_packing_csv_is_matched_by_its_name_and_recorded_when_lower(small_library, tmp_path):
+    folder = _copy(small_library, tmp_path)
+    lib = read_library(folder)
+    e = next(x for x in lib.entries if x.problem == "packing")
+    sub = tmp_path / f"{e.name}.csv"
+    shutil.copyfile(lib.path(e.best["file"]), sub)
+    height = e.best["objective"]
+    _worse_best(folder, e.id, factor=2)
+    result = CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(sub)])
+    assert result.exit_code == 0 and f"(submitted {sub.name})" in result.output, result.output
+    after = read_library(folder).entry(e.id)
+    assert after.best["objective"] == height and after.best["file"].endswith(".csv")
+    assert after.best["provenance"]["solver"] == "submitted"  # a CSV names no solver
+    checks, errors = verify(read_library(folder))
+    assert not errors and all(not c.errors for c in checks)
