@@ -304,16 +304,23 @@ def _score_runs(lib, named: str, runs: str, out_file: str | None,
 
 @lib_group.command("submit")
 @LIB_OPTION
-@click.argument("solutions", nargs=-1, required=True, metavar="FILE|FOLDER...")
+@click.argument("solutions", nargs=-1, required=True, metavar="FILE|FOLDER...|RUNS")
 def submit_command(version: str | None, solutions: tuple[str, ...]) -> None:
     """Record solution files found elsewhere as best knowns, like a MIPLIB update: each is
     matched to its entry as `score` matches it, validated and re-measured here, and the best
     per entry is kept if it beats the best known, with the solver and seed the file names and
     its sha256 as provenance. An invalid file records nothing (exit status 2, naming it);
-    a frozen version takes no submission (submit to a library of your own)."""
-    from memplace.bench.library.submit import submit
+    a frozen version takes no submission (submit to a library of your own).
+
+    Given a runs file (RUNS, a `memplace bench` runs.jsonl) instead, every solver's best
+    valid run per entry is submitted the same way."""
+    from memplace.bench.library.submit import submit, submit_runs
     lib = _read(version)
-    for line in submit(lib, solutions):
+    if len(solutions) == 1 and solutions[0].endswith(".jsonl") and Path(solutions[0]).is_file():
+        lines = submit_runs(lib, solutions[0])
+    else:
+        lines = submit(lib, solutions)
+    for line in lines:
         click.echo(line)
 
 

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 from memplace.bench.library import store
 from memplace.bench.library.check import load_entry_instance, solution_objective
+from memplace.bench.library.runs import write_submissions
 from memplace.bench.library.score import match_entry
 from memplace.bench.library.tables import figure, unit
+from memplace.bench.store import read_runs
 from memplace.instances.library import Entry, Library
 from memplace.model.core.errors import MemplaceError
 
@@ -48,27 +51,30 @@ def files_of(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def checked(lib: Library, files: list[Path]) -> list[Submitted]:
+def checked(lib: Library, files: list[Path], names: dict[Path, str] | None = None) -> list[Submitted]:
     """Every file matched and validated, its objective recomputed; a MemplaceError naming
-    the first file that is not a valid solution of its entry."""
+    the first file that is not a valid solution of its entry (as `names` has it, if given:
+    files written from a runs file are named by their run)."""
     entries = {e.id: e for e in lib.entries}
     instances: dict[str, Any] = {}
     out = []
     for path in files:
+        named = (names or {}).get(path, str(path))
         entry = match_entry(lib, path, entries)
         if entry is None:
-            raise MemplaceError(f"{path}: {lib.name} has no packing entry named {path.stem!r}")
+            raise MemplaceError(f"{named}: {lib.name} has no packing entry named {path.stem!r}")
         if entry.id not in instances:
             instances[entry.id] = load_entry_instance(lib, entry)
         objective, errors = solution_objective(entry, instances[entry.id], path)
         if objective is None:
-            raise MemplaceError(f"{path}: not a valid solution of {entry.id}: {errors[0]}"
+            first = errors[0].replace(f"{path}: ", "").replace(f"{path.name}: ", "")
+            raise MemplaceError(f"{named}: not a valid solution of {entry.id}: {first}"
                                 + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
         out.append(Submitted(entry, path, objective))
     return out
 
 
-def _provenance(path: Path) -> dict[str, Any]:
+def _provenance(path: Path, runs: str | None = None) -> dict[str, Any]:
     """The solver the file names (a packing CSV names none), and the file itself."""
     raw = path.read_bytes()
     solver: dict[str, Any] = {}
@@ -82,17 +88,20 @@ def _provenance(path: Path) -> dict[str, Any]:
                             params if isinstance(params, dict) else {},
                             seed if isinstance(seed, int) else None)
     prov["submitted"] = {"file": path.name, "sha256": hashlib.sha256(raw).hexdigest()}
+    if runs is not None:
+        prov["submitted"]["runs"] = runs
     return prov
 
 
-def submit(lib: Library, paths: Iterable[str | Path]) -> list[str]:
+def submit(lib: Library, paths: Iterable[str | Path], runs: str | None = None,
+           names: dict[Path, str] | None = None) -> list[str]:
     """Record the best valid file per entry where it beats the best known; one line per
     entry submitted to (recorded, or not better and why). Nothing is written when a file
-    is invalid or the library is frozen."""
+    is invalid or the library is frozen. `runs`: the runs file the files were written from."""
     if lib.manifest.get("frozen"):
         raise MemplaceError(f"{lib.name} is frozen: submit to an unfrozen version or a "
                             "library of your own")
-    found = checked(lib, files_of(paths))
+    found = checked(lib, files_of(paths), names)
     best: dict[str, Submitted] = {}
     for s in found:  # the best per entry; the first file of equal objective
         if s.entry.id not in best or s.objective < best[s.entry.id].objective:
@@ -104,7 +113,7 @@ def submit(lib: Library, paths: Iterable[str | Path]) -> list[str]:
         suffix = ".csv" if e.problem == "packing" else ".json"
         raw = s.path.read_bytes()
         if store.record_solution(lib, e, s.objective, lambda target: target.write_bytes(raw),
-                                 _provenance(s.path), suffix):
+                                 _provenance(s.path, runs), suffix):
             lines.append(f"{e.id}: best {figure(e, before)} -> {figure(e, s.objective)} {unit(e)} "
                          f"(submitted {s.path.name})")
         else:
@@ -112,3 +121,20 @@ def submit(lib: Library, paths: Iterable[str | Path]) -> list[str]:
                          f"not better than the best known {figure(e, before)}: not recorded")
     store.save(lib)
     return lines
+
+
+def submit_runs(lib: Library, path: str | Path) -> list[str]:
+    """A benchmark's runs file submitted: each solver's best valid run per entry written as
+    a solution file naming its run (as `score RUNS` writes them), then `submit` of them all,
+    so the best run per entry over every solver is the one that can be recorded."""
+    if lib.manifest.get("frozen"):
+        raise MemplaceError(f"{lib.name} is frozen: submit to an unfrozen version or a "
+                            "library of your own")
+    records = read_runs(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = write_submissions(lib, records, Path(tmp))
+        if not folders:
+            raise MemplaceError(f"{path}: no valid run on an entry of {lib.name}")
+        names = {f: f"{path}: {solver}'s best run on {f.stem.split('-', 1)[1]}"
+                 for solver, folder in folders.items() for f in folder.iterdir()}
+        return submit(lib, folders.values(), runs=str(path), names=names)

@@ -170,3 +170,33 @@ def test_a_packing_csv_is_matched_by_its_name_and_recorded_when_lower(small_libr
     assert after.best["provenance"]["solver"] == "submitted"  # a CSV names no solver
     checks, errors = verify(read_library(folder))
     assert not errors and all(not c.errors for c in checks)
+
+
+def test_a_runs_file_submits_the_best_valid_run_per_entry_over_every_solver(small_library, tmp_path):
+    from memplace.bench.task import Task
+    from memplace.bench.worker import result_record
+    from memplace.instances import load
+    from memplace.solvers import solve
+    lib = read_library(small_library)
+    e = next(x for x in lib.entries if x.problem == "static")
+    inst = load(lib.instance_source(e), "static")
+    records = []
+    for solver in ("all-slowest", "greedy-size"):
+        result = solve(inst, solver, time_limit=5.0, seed=0, problem="static")
+        task = Task(e.name, lib.instance_source(e), e.sha256, solver, dict(result.params), 0,
+                    5.0, problem="static")
+        records.append(json.loads(json.dumps(result_record(task, inst, result))))
+    forged = dict(records[0], latency=records[0]["latency"] * 1e-3, solver="forger")
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps(r) + "\n" for r in records + [forged]), encoding="utf-8")
+    folder = _copy(small_library, tmp_path)
+    _worse_best(folder, e.id, factor=1e3)
+    result = CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(runs)])
+    # the forged claim is a file that does not hold: the whole submission is refused
+    assert result.exit_code == 2 and "claimed latency" in result.output, result.output
+    assert f"{runs}: forger's best run on {e.name}: not a valid solution of {e.id}" in result.output
+    runs.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(runs)])
+    assert result.exit_code == 0 and f"{e.id}: best " in result.output, result.output
+    prov = read_library(folder).entry(e.id).best["provenance"]
+    assert prov["solver"] == "greedy-size" and prov["submitted"]["runs"] == str(runs)
