@@ -29,6 +29,32 @@ def _worse_best(folder, entry_id, factor=1.5):
     store.save(lib)
 
 
+def _entry_and_its_file(small_library, tmp_path, problem, name):
+    """A copy of the library, its entry of `problem`, and its best known file copied to `name`."""
+    folder = _copy(small_library, tmp_path)
+    lib = read_library(folder)
+    e = next(x for x in lib.entries if x.problem == problem)
+    sub = tmp_path / name
+    shutil.copyfile(lib.path(e.best["file"]), sub)
+    return folder, lib, e, sub
+
+
+def _run_records(lib, e, solvers):
+    """`memplace bench` records of `solvers` (seed 0, 5 s) on the static entry `e`."""
+    from memplace.bench.task import Task
+    from memplace.bench.worker import result_record
+    from memplace.instances import load
+    from memplace.solvers import solve
+    inst = load(lib.instance_source(e), "static")
+    out = []
+    for solver in solvers:
+        result = solve(inst, solver, time_limit=5.0, seed=0, problem="static")
+        task = Task(e.name, lib.instance_source(e), e.sha256, solver, dict(result.params), 0,
+                    5.0, problem="static")
+        out.append(json.loads(json.dumps(result_record(task, inst, result))))
+    return out
+
+
 def test_a_better_file_is_recorded_with_its_provenance_and_the_library_still_verifies(
         small_library, tmp_path):
     folder = _copy(small_library, tmp_path)
@@ -61,11 +87,7 @@ def test_a_better_file_is_recorded_with_its_provenance_and_the_library_still_ver
 
 
 def test_a_file_no_better_than_the_best_known_is_valid_and_not_recorded(small_library, tmp_path):
-    folder = _copy(small_library, tmp_path)
-    lib = read_library(folder)
-    e = next(x for x in lib.entries if x.problem == "static")
-    sub = tmp_path / "same.json"
-    shutil.copyfile(lib.path(e.best["file"]), sub)
+    folder, lib, e, sub = _entry_and_its_file(small_library, tmp_path, "static", "same.json")
     before = (folder / "library.json").read_text(encoding="utf-8")
     result = CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(sub)])
     assert result.exit_code == 0, result.output
@@ -99,11 +121,7 @@ def test_the_best_of_several_files_per_entry_is_the_one_recorded(small_library, 
 
 
 def test_an_invalid_file_records_nothing_and_names_itself(small_library, tmp_path):
-    folder = _copy(small_library, tmp_path)
-    lib = read_library(folder)
-    e = next(x for x in lib.entries if x.problem == "residency")
-    good = tmp_path / "good.json"
-    shutil.copyfile(lib.path(e.best["file"]), good)
+    folder, lib, e, good = _entry_and_its_file(small_library, tmp_path, "residency", "good.json")
     _worse_best(folder, e.id)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "memplace-solution/2", "instance": e.name,
@@ -120,11 +138,7 @@ def test_an_invalid_file_records_nothing_and_names_itself(small_library, tmp_pat
 
 
 def test_a_frozen_version_takes_no_submission(small_library, tmp_path):
-    folder = _copy(small_library, tmp_path)
-    lib = read_library(folder)
-    e = next(x for x in lib.entries if x.problem == "static")
-    sub = tmp_path / "s.json"
-    shutil.copyfile(lib.path(e.best["file"]), sub)
+    folder, lib, e, sub = _entry_and_its_file(small_library, tmp_path, "static", "s.json")
     store.freeze(lib)
     before = (folder / "library.json").read_bytes()
     result = CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(sub)])
@@ -135,20 +149,12 @@ def test_a_frozen_version_takes_no_submission(small_library, tmp_path):
 def test_the_files_score_writes_from_runs_name_the_solver_that_ran(small_library, tmp_path):
     """`lib score RUNS --submissions DIR` keeps each solver's files; they name their run,
     so submitting one records who found it."""
-    from memplace.bench.task import Task
-    from memplace.bench.worker import result_record
-    from memplace.instances import load
-    from memplace.solvers import solve
     lib = read_library(small_library)
     e = next(x for x in lib.entries if x.problem == "static")
-    inst = load(lib.instance_source(e), "static")
-    result = solve(inst, "greedy-size", time_limit=5.0, seed=3, problem="static")
-    task = Task(e.name, lib.instance_source(e), e.sha256, "greedy-size", dict(result.params), 3,
-                5.0, problem="static")
-    record = json.loads(json.dumps(result_record(task, inst, result)))
+    (record,) = _run_records(lib, e, ["greedy-size"])
     folders = write_submissions(lib, [record], tmp_path / "subs")
     written = json.loads((folders["greedy-size"] / f"static-{e.name}.json").read_text(encoding="utf-8"))
-    assert written["solver"] == {"name": "greedy-size", "params": dict(result.params), "seed": 3}
+    assert written["solver"] == {"name": "greedy-size", "params": record["params"], "seed": 0}
     _worse_best(folder := _copy(small_library, tmp_path), e.id, factor=1e3)
     result = CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(folders["greedy-size"])])
     assert result.exit_code == 0, result.output
@@ -156,11 +162,9 @@ def test_the_files_score_writes_from_runs_name_the_solver_that_ran(small_library
 
 
 def test_a_packing_csv_is_matched_by_its_name_and_recorded_when_lower(small_library, tmp_path):
-    folder = _copy(small_library, tmp_path)
-    lib = read_library(folder)
-    e = next(x for x in lib.entries if x.problem == "packing")
-    sub = tmp_path / f"{e.name}.csv"
-    shutil.copyfile(lib.path(e.best["file"]), sub)
+    lib = read_library(small_library)
+    name = next(x for x in lib.entries if x.problem == "packing").name
+    folder, lib, e, sub = _entry_and_its_file(small_library, tmp_path, "packing", f"{name}.csv")
     height = e.best["objective"]
     _worse_best(folder, e.id, factor=2)
     result = CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(sub)])
@@ -173,19 +177,9 @@ def test_a_packing_csv_is_matched_by_its_name_and_recorded_when_lower(small_libr
 
 
 def test_a_runs_file_submits_the_best_valid_run_per_entry_over_every_solver(small_library, tmp_path):
-    from memplace.bench.task import Task
-    from memplace.bench.worker import result_record
-    from memplace.instances import load
-    from memplace.solvers import solve
     lib = read_library(small_library)
     e = next(x for x in lib.entries if x.problem == "static")
-    inst = load(lib.instance_source(e), "static")
-    records = []
-    for solver in ("all-slowest", "greedy-size"):
-        result = solve(inst, solver, time_limit=5.0, seed=0, problem="static")
-        task = Task(e.name, lib.instance_source(e), e.sha256, solver, dict(result.params), 0,
-                    5.0, problem="static")
-        records.append(json.loads(json.dumps(result_record(task, inst, result))))
+    records = _run_records(lib, e, ["all-slowest", "greedy-size"])
     forged = dict(records[0], latency=records[0]["latency"] * 1e-3, solver="forger")
     runs = tmp_path / "runs.jsonl"
     runs.write_text("".join(json.dumps(r) + "\n" for r in records + [forged]), encoding="utf-8")
