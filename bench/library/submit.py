@@ -93,14 +93,18 @@ def _provenance(path: Path, runs: str | None = None) -> dict[str, Any]:
     return prov
 
 
+def _unfrozen(lib: Library) -> None:
+    if lib.manifest.get("frozen"):
+        raise MemplaceError(f"{lib.name} is frozen: submit to an unfrozen version or a "
+                            "library of your own")
+
+
 def submit(lib: Library, paths: Iterable[str | Path], runs: str | None = None,
            names: dict[Path, str] | None = None) -> list[str]:
     """Record the best valid file per entry where it beats the best known; one line per
     entry submitted to (recorded, or not better and why). Nothing is written when a file
     is invalid or the library is frozen. `runs`: the runs file the files were written from."""
-    if lib.manifest.get("frozen"):
-        raise MemplaceError(f"{lib.name} is frozen: submit to an unfrozen version or a "
-                            "library of your own")
+    _unfrozen(lib)
     found = checked(lib, files_of(paths), names)
     best: dict[str, Submitted] = {}
     for s in found:  # the best per entry; the first file of equal objective
@@ -127,9 +131,7 @@ def submit_runs(lib: Library, path: str | Path) -> list[str]:
     """A benchmark's runs file submitted: each solver's best valid run per entry written as
     a solution file naming its run (as `score RUNS` writes them), then `submit` of them all,
     so the best run per entry over every solver is the one that can be recorded."""
-    if lib.manifest.get("frozen"):
-        raise MemplaceError(f"{lib.name} is frozen: submit to an unfrozen version or a "
-                            "library of your own")
+    _unfrozen(lib)
     records = read_runs(path)
     with tempfile.TemporaryDirectory() as tmp:
         folders = write_submissions(lib, records, Path(tmp))
