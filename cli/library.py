@@ -270,9 +270,11 @@ def score_command(version: str | None, solutions: str, split: str, problems: tup
     Given a runs file (RUNS, a `memplace bench` runs.jsonl) instead, each solver's best run
     per library entry becomes a submission scored the same way, with the library's best
     known as the reference line (--split and --problem do not apply: the runs choose)."""
+    from memplace.bench.library.runs import better_than_best_known
     lib = _read(version)
+    better: list[str] = []
     if Path(solutions).is_file():
-        text = _score_runs(lib, version or lib.name, solutions, out_file, submissions_dir)
+        text = _score_runs(lib, version or lib.name, solutions, out_file, submissions_dir, better)
     else:
         from memplace.bench.library.score import score, table
         scores = score(lib, solutions, split, problems or None)
@@ -280,14 +282,20 @@ def score_command(version: str | None, solutions: str, split: str, problems: tup
             answered = {s.entry.problem for s in scores if s.file}
             scores = [s for s in scores if s.entry.problem in answered]
         text = table(scores)
+        better = better_than_best_known({"submission": scores})
     click.echo(text, nl=False)
     if out_file:
         Path(out_file).parent.mkdir(parents=True, exist_ok=True)
         Path(out_file).write_text(text, encoding="utf-8")
+    if better:  # on the terminal only, not in the table's file
+        click.echo(f"\nbetter than the best known on {len(better)} "
+                   f"entr{'y' if len(better) == 1 else 'ies'} ({', '.join(better)}): "
+                   f"`memplace lib submit --lib {version or lib.name} {solutions}` records "
+                   f"{'it' if len(better) == 1 else 'them'}")
 
 
 def _score_runs(lib, named: str, runs: str, out_file: str | None,
-                submissions_dir: str | None) -> str:
+                submissions_dir: str | None, better: list[str]) -> str:
     """`named`: the library as the user named it (a folder of their own is its path, its
     name inside being memplace-lib/0), so that the file's command reruns."""
     import tempfile
@@ -297,9 +305,9 @@ def _score_runs(lib, named: str, runs: str, out_file: str | None,
                + (f" --out {out_file}" if out_file else ""))
     records = read_runs(runs)
     if submissions_dir:
-        return report(lib, records, Path(submissions_dir), command, echo=click.echo)
+        return report(lib, records, Path(submissions_dir), command, echo=click.echo, better=better)
     with tempfile.TemporaryDirectory() as tmp:
-        return report(lib, records, Path(tmp), command, echo=click.echo)
+        return report(lib, records, Path(tmp), command, echo=click.echo, better=better)
 
 
 @lib_group.command("submit")

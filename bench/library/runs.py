@@ -126,10 +126,22 @@ def entry_table(named: dict[str, list[Score]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def better_than_best_known(named: dict[str, list[Score]]) -> list[str]:
+    """The entries some submission beats the best known on (ids, sorted): `lib submit` would
+    record them."""
+    return sorted({s.entry.id for name, scores in named.items() if name != REFERENCE
+                   for s in scores if s.objective is not None
+                   and s.objective < s.entry.best["objective"] * (1 - 1e-12)})
+
+
 def report(lib: Library, records: list[dict[str, Any]], folder: Path, command: str,
-           echo: Callable[[str], None] = lambda line: None) -> str:
-    """The Markdown page of a runs file scored against the library."""
+           echo: Callable[[str], None] = lambda line: None,
+           better: list[str] | None = None) -> str:
+    """The Markdown page of a runs file scored against the library; `better`, if given,
+    gets the entries a run beats the best known on."""
     named = score_runs(lib, records, folder, echo)
+    if better is not None:
+        better += better_than_best_known(named)
     runs = latest_by_key(records).values()
     seeds = sorted({r["seed"] for r in runs})
     limits = sorted({r["time_limit"] for r in runs})

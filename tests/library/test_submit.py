@@ -194,3 +194,22 @@ def test_a_runs_file_submits_the_best_valid_run_per_entry_over_every_solver(smal
     assert result.exit_code == 0 and f"{e.id}: best " in result.output, result.output
     prov = read_library(folder).entry(e.id).best["provenance"]
     assert prov["solver"] == "greedy-size" and prov["submitted"]["runs"] == str(runs)
+
+
+def test_score_says_which_entries_a_submission_beats_and_how_to_record_them(small_library, tmp_path):
+    folder, lib, e, sub = _entry_and_its_file(small_library, tmp_path, "static", "x.json")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.move(sub, subs / sub.name)
+    out = tmp_path / "score.md"
+    plain = CliRunner().invoke(main, ["lib", "score", "--lib", str(folder), str(subs)])
+    assert plain.exit_code == 0 and "better than the best known" not in plain.output
+    _worse_best(folder, e.id)
+    result = CliRunner().invoke(main, ["lib", "score", "--lib", str(folder), str(subs), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    hint = (f"better than the best known on 1 entry ({e.id}): `memplace lib submit --lib {folder} "
+            f"{subs}` records it")
+    assert hint in result.output and "better than" not in out.read_text(encoding="utf-8")
+    assert CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(subs)]).exit_code == 0
+    again = CliRunner().invoke(main, ["lib", "score", "--lib", str(folder), str(subs)])
+    assert "better than the best known" not in again.output
