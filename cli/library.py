@@ -288,10 +288,12 @@ def score_command(version: str | None, solutions: str, split: str, problems: tup
         Path(out_file).parent.mkdir(parents=True, exist_ok=True)
         Path(out_file).write_text(text, encoding="utf-8")
     if better:  # on the terminal only, not in the table's file
+        them = "it" if len(better) == 1 else "them"
+        how = (f"{lib.name} is frozen: a new version or a library of your own takes {them}"
+               if lib.manifest.get("frozen") else
+               f"`memplace lib submit --lib {version or lib.name} {solutions}` records {them}")
         click.echo(f"\nbetter than the best known on {len(better)} "
-                   f"entr{'y' if len(better) == 1 else 'ies'} ({', '.join(better)}): "
-                   f"`memplace lib submit --lib {version or lib.name} {solutions}` records "
-                   f"{'it' if len(better) == 1 else 'them'}")
+                   f"entr{'y' if len(better) == 1 else 'ies'} ({', '.join(better)}): {how}")
 
 
 def _score_runs(lib, named: str, runs: str, out_file: str | None,

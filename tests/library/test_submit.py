@@ -213,3 +213,9 @@ def test_score_says_which_entries_a_submission_beats_and_how_to_record_them(smal
     assert CliRunner().invoke(main, ["lib", "submit", "--lib", str(folder), str(subs)]).exit_code == 0
     again = CliRunner().invoke(main, ["lib", "score", "--lib", str(folder), str(subs)])
     assert "better than the best known" not in again.output
+    # a frozen version takes no submission: the hint does not offer the command
+    _worse_best(folder, e.id)
+    store.freeze(read_library(folder))
+    frozen = CliRunner().invoke(main, ["lib", "score", "--lib", str(folder), str(subs)])
+    assert frozen.exit_code == 0 and "is frozen: a new version or a library of your own takes it" \
+        in frozen.output and "lib submit" not in frozen.output
