@@ -443,7 +443,7 @@ def offer_static(lib: Library, entries: Iterable[Entry] | None = None,
     for e in list(lib.entries if entries is None else entries):
         s = static.get(e.name)
         if e.problem != "residency" or s is None or \
-                not s.best["objective"] < e.best["objective"] * (1 - 1e-12):
+                not store.beats_best(e, s.best["objective"]):
             continue
         inst = load_entry_instance(lib, e)
         placed = Solution.read(lib.path(s.best["file"]), inst)

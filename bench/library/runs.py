@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 
 from memplace.bench.library.check import load_entry_instance
 from memplace.bench.library.score import Score, best_known, score, summary_table
-from memplace.bench.library.store import file_stem
+from memplace.bench.library.store import beats_best, file_stem
 from memplace.bench.library.tables import figure, percent
 from memplace.bench.store import is_ok, latest_by_key
 from memplace.instances.library import Entry, Library
@@ -131,7 +131,7 @@ def better_than_best_known(named: dict[str, list[Score]]) -> list[str]:
     record them."""
     return sorted({s.entry.id for name, scores in named.items() if name != REFERENCE
                    for s in scores if s.objective is not None
-                   and s.objective < s.entry.best["objective"] * (1 - 1e-12)})
+                   and beats_best(s.entry, s.objective)})
 
 
 def report(lib: Library, records: list[dict[str, Any]], folder: Path, command: str,

@@ -163,11 +163,15 @@ def write_instance(lib: Library, data: dict[str, Any]) -> str:
     return target.relative_to(lib.folder).as_posix()
 
 
+def beats_best(entry: Entry, objective: float) -> bool:
+    """Whether `objective` beats the entry's best known by more than rounding."""
+    return objective < entry.best["objective"] * (1 - 1e-12)
+
+
 def record_solution(lib: Library, entry: Entry, objective: float, write: Any,
                     prov: dict[str, Any], suffix: str = ".json") -> bool:
     """Keep a solution if it beats the best known (`write(path)` writes its file)."""
-    best = entry.best["objective"]
-    if not objective < best * (1 - 1e-12):
+    if not beats_best(entry, objective):
         return False
     relative = f"solutions/{entry.problem}/{file_stem(entry.name)}{suffix}"
     path = lib.path(relative)
