@@ -74,9 +74,9 @@ def checked(lib: Library, files: list[Path], names: dict[Path, str] | None = Non
     return out
 
 
-def _provenance(path: Path, runs: str | None = None) -> dict[str, Any]:
-    """The solver the file names (a packing CSV names none), and the file itself."""
-    raw = path.read_bytes()
+def _provenance(path: Path, raw: bytes, runs: str | None = None) -> dict[str, Any]:
+    """The solver the file (`raw`, the bytes of `path`) names (a packing CSV names none),
+    and the file itself."""
     solver: dict[str, Any] = {}
     if path.suffix == ".json":
         named = json.loads(raw.decode("utf-8")).get("solver")
@@ -117,7 +117,7 @@ def submit(lib: Library, paths: Iterable[str | Path], runs: str | None = None,
         suffix = ".csv" if e.problem == "packing" else ".json"
         raw = s.path.read_bytes()
         if store.record_solution(lib, e, s.objective, lambda target: target.write_bytes(raw),
-                                 _provenance(s.path, runs), suffix):
+                                 _provenance(s.path, raw, runs), suffix):
             lines.append(f"{e.id}: best {figure(e, before)} -> {figure(e, s.objective)} {unit(e)} "
                          f"(submitted {s.path.name})")
         else:
