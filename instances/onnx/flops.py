@@ -9,6 +9,9 @@ swish Sigmoid+Mul = 4+1 = 5); pooling one flop per window element and output
 element (global pooling and reductions: one per input element); data movement
 (transpose, gather, slice, concat, pad, ...) 0; `Col2Im` one addition per block element;
 `DFT` 5 N log2 N per complex transform of length N (FFTW's count), half for a real one.
+Random generators (`RandomUniformLike`, ... : ViT-MAE's masking noise, Reformer's hashing
+rotations, Informer's sampled keys) one per value drawn, `Bernoulli` two (a draw and a
+compare); torch's FLOP counter counts none, the work being integer arithmetic.
 Recurrent layers (`RNN`, `GRU`, `LSTM`) count their two products per step, gate and
 direction and their default activations and gate arithmetic per hidden unit (`RECURRENT`).
 """
@@ -36,6 +39,8 @@ ELEMENTWISE: dict[str, float] = {
     "QuantizeLinear": 1.0, "DequantizeLinear": 1.0,
     "BatchNormalization": 2.0,  # scale and shift per element (not folded: the file keeps it)
     **dict.fromkeys(("Cast", "CastLike"), 0.0),
+    **dict.fromkeys(("RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike"), 1.0),
+    "Bernoulli": 2.0,
 }
 NORMALIZATION: dict[str, float] = dict.fromkeys(
     ("LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",

@@ -5,7 +5,7 @@ from the second round, recurrent layers (LSTM, GRU, RNN) counted by formula; fro
 nodes computed from weights only (NF-ResNet's weight standardization, wav2vec2's weight norm)
 folded at compile time; from the fourth, an invalid node named as ONNX's inference names it,
 and control flow refused before shapes are resolved; from the seventh, Fourier transforms
-(`DFT`) counted by formula."""
+(`DFT`) counted by formula; from the twelfth, random generators counted by formula."""
 from __future__ import annotations
 
 import warnings
@@ -266,3 +266,16 @@ def test_a_fourier_transform_counts_five_n_log_n_per_complex_signal():
     flops = {op["name"]: op["flops"] for op in _import(model)["workload"]["ops"]}
     assert flops == {"dft_h": 5 * 4 * (8 * 16), "dft_t": 5 * 3 * (8 * 16),
                      "dft_r": 2.5 * 3 * (8 * 16)}
+
+
+def test_random_generators_count_one_flop_per_value_drawn_and_bernoulli_two():
+    # ViT-MAE's masking noise (RandomUniformLike), Reformer's hashing rotations
+    # (RandomNormalLike): round 12, docs/zoo.md. They were unknown: 1 per output element,
+    # with a warning; the count is the same, now by formula, and Bernoulli counts its compare
+    uniform = helper.make_node("RandomUniformLike", ["x"], ["u"], name="noise")
+    normal = helper.make_node("RandomNormal", [], ["n"], name="rotations", shape=[4, 3])
+    coin = helper.make_node("Bernoulli", ["p"], ["b"], name="coin")
+    model = _model([uniform, normal, coin], [_vi("x", F, [2, 5]), _vi("p", F, [2, 5])],
+                   [_vi("u", F, None), _vi("b", F, None), _vi("n", F, None)], opset=18)
+    flops = {op["name"]: op["flops"] for op in _import(model)["workload"]["ops"]}
+    assert flops == {"noise": 10, "rotations": 12, "coin": 20}
