@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from memplace.bench.cluster import connect, local_cluster
 from memplace.bench.isolation import kill_running, run_forked, run_in_subprocess
 from memplace.bench.plan import Plan
 from memplace.bench.task import Task
@@ -40,14 +41,9 @@ def dask_results(tasks: list[Task], address: str, jobs: int,
     """Records as they finish on a Dask cluster (`local`: a LocalCluster of `jobs`
     single-threaded worker processes on this machine). Each task still runs in a
     fresh worker process of its own, started by the Dask worker that picks it up."""
-    try:
-        from distributed import Client, LocalCluster, as_completed as dask_completed
-    except ImportError:
-        raise MemplaceError("--dask needs the optional 'distributed' package: "
-                            "pip install 'memplace[dask]'") from None
-    cluster = (LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
-                            dashboard_address=None) if address == "local" else None)
-    client = Client(address if cluster is None else cluster)
+    cluster = local_cluster(jobs, "--dask") if address == "local" else None
+    client = connect(address if cluster is None else cluster, "--dask")
+    from distributed import as_completed as dask_completed
     try:
         futures = client.map(run, tasks, pure=False)
         task_of = {future.key: task for future, task in zip(futures, tasks)}

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from memplace.bench.cluster import connect
 from memplace.bench.library import store
 from memplace.bench.library.check import decode_certificate, load_entry_instance
 from memplace.bench.library.tables import by_certified_gap, certified_gap_text, figure, unit
@@ -143,11 +144,8 @@ def results(tasks: list[Task], scheduler: str | None = None) -> Iterator[dict[st
     """Each task's outcome as it finishes: on Dask workers when `scheduler` is an address,
     else one after another here. A task that raises yields {"task", "error"}."""
     if scheduler:
-        try:
-            from distributed import Client, as_completed
-        except ModuleNotFoundError:
-            raise MemplaceError("--scheduler needs Dask: pip install 'memplace[dask]'") from None
-        with Client(scheduler) as client:
+        with connect(scheduler, "--scheduler") as client:
+            from distributed import as_completed
             futures = client.map(_guarded, tasks, pure=False)
             for future in as_completed(futures):
                 yield future.result()

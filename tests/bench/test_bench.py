@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -167,6 +168,27 @@ def test_dask_executor_gives_the_same_records_as_the_local_pool(batch):
     dask = sorted((stable(r) for r in read_runs(out / "runs.jsonl")), key=lambda r: str(record_key(r)))
     assert len(dask) == 4 and dask[0]["offsets"] is not None
     assert dask == local
+
+
+def free_port() -> int:
+    """A port no one listens on (just released by the OS)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_malformed_or_unanswered_scheduler_address_is_one_error_and_runs_nothing(batch, tmp_path):
+    import dask
+    out = tmp_path / "out"
+    silent = f"tcp://127.0.0.1:{free_port()}"
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        for address, says in (("nonsense", "not a Dask scheduler address"),
+                              (silent, "no Dask scheduler answers there")):
+            result = cli("bench", batch["plan"], "--out", out, "--dask", address)
+            assert result.exit_code == 2, result.output
+            assert f"--dask {address}: {says}" in result.output
+            assert "Traceback" not in result.output
+            assert not (out / "runs.jsonl").exists()
 
 
 def test_corrupted_line_is_reported_with_its_number_by_every_command(batch, tmp_path):

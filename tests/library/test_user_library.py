@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -76,3 +77,26 @@ def test_a_folder_given_relative_is_read_as_absolute_so_that_workers_elsewhere_f
     entry = lib.entries[0]
     monkeypatch.chdir(tmp_path / "mine" / "instances")  # a worker started elsewhere
     assert Path(lib.instance_source(entry)).is_file() and lib.path(entry.best["file"]).is_file()
+
+
+def test_improve_on_a_scheduler_that_does_not_answer_is_one_error_and_records_nothing(tmp_path):
+    import dask
+    data = tiny_instance_dict()
+    (tmp_path / "one.json").write_text(json.dumps(data), encoding="utf-8")
+    folder = tmp_path / "mine"
+    runner = CliRunner()
+    added = runner.invoke(main, ["lib", "add", "--lib", str(folder), "--problem", "static",
+                                 str(tmp_path / "one.json")])
+    assert added.exit_code == 0, added.output
+    before = (folder / "library.json").read_bytes()
+    with socket.socket() as probe:  # a port no one listens on
+        probe.bind(("127.0.0.1", 0))
+        silent = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        for address in ("nonsense", silent):
+            result = runner.invoke(main, ["lib", "improve", "--lib", str(folder),
+                                          "--time-limit", "1", "--scheduler", address])
+            assert result.exit_code == 2, result.output
+            assert f"--scheduler {address}: " in result.output
+            assert "Traceback" not in result.output
+            assert (folder / "library.json").read_bytes() == before
