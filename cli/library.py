@@ -141,7 +141,7 @@ def verify_command(version: str) -> None:
                    "climb a ladder one rung at a time until each is within: the bound MILP "
                    "(`bound`), then multistart from "
                    "the best known, then the same with weight streaming, then the relaxation "
-                   "tree, then the step-cover tree "
+                   "tree, then the step-cover tree, then the units tree "
                    "(each rung gets at least 120 s); entries whose certified gap is within PERCENT "
                    "already are left alone")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,

@@ -272,12 +272,15 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
     from memplace.bench.library.improve import LADDER, Rung, above_target, climb
     assert [r.name for r in LADDER] == ["the bound MILP", "multistart from the best known",
                                         "weight streaming from the best known", "relaxation tree",
-                                        "step-cover tree"]
+                                        "step-cover tree", "units tree"]
     assert [r.solvers for r in LADDER][:3] == [("bound",), ("multistart",), ("multistart",)]
     assert [r.from_best for r in LADDER][:3] == [False, True, True]
     assert [dict(r.params) for r in LADDER][:3] == [{}, {}, {"stream_share": "0.5"}]
     from memplace.bench.library.improve import SEARCH_TIME_LIMIT_S, TREE_TIME_LIMIT_S
-    assert [r.min_time for r in LADDER] == [SEARCH_TIME_LIMIT_S] * 3 + [TREE_TIME_LIMIT_S] * 2
+    assert [r.min_time for r in LADDER] == [SEARCH_TIME_LIMIT_S] * 3 + [TREE_TIME_LIMIT_S] * 3
+    assert [r.models for r in LADDER][3:] == [("residency-relaxation-tree",),
+                                              ("residency-delivery-step-cover-tree",),
+                                              ("residency-delivery-units-tree",)]
     lib = read_library(_copy(small_library, tmp_path))
     entry = lib.entry("residency/" + INSTANCE)
     static = lib.entry("static/" + INSTANCE)
