@@ -179,6 +179,8 @@ def free_port() -> int:
 
 def test_a_malformed_or_unanswered_scheduler_address_is_one_error_and_runs_nothing(batch, tmp_path):
     import dask
+    import distributed  # noqa: F401  (its config defaults are in before dask.config.set saves
+    # what to restore: set then removes only its own key, not the whole "distributed" tree)
     out = tmp_path / "out"
     silent = f"tcp://127.0.0.1:{free_port()}"
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):

@@ -81,6 +81,8 @@ def test_a_folder_given_relative_is_read_as_absolute_so_that_workers_elsewhere_f
 
 def test_improve_on_a_scheduler_that_does_not_answer_is_one_error_and_records_nothing(tmp_path):
     import dask
+    import distributed  # noqa: F401  (its config defaults are in before dask.config.set saves
+    # what to restore: set then removes only its own key, not the whole "distributed" tree)
     data = tiny_instance_dict()
     (tmp_path / "one.json").write_text(json.dumps(data), encoding="utf-8")
     folder = tmp_path / "mine"
