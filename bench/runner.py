@@ -42,7 +42,12 @@ def dask_results(tasks: list[Task], address: str, jobs: int,
     single-threaded worker processes on this machine). Each task still runs in a
     fresh worker process of its own, started by the Dask worker that picks it up."""
     cluster = local_cluster(jobs, "--dask") if address == "local" else None
-    client = connect(address if cluster is None else cluster, "--dask")
+    try:
+        client = connect(address if cluster is None else cluster, "--dask")
+    except MemplaceError:
+        if cluster is not None:  # started, yet its client did not connect: nothing left running
+            cluster.close()
+        raise
     from distributed import as_completed as dask_completed
     try:
         futures = client.map(run, tasks, pure=False)

@@ -193,6 +193,25 @@ def test_a_malformed_or_unanswered_scheduler_address_is_one_error_and_runs_nothi
             assert not (out / "runs.jsonl").exists()
 
 
+def test_a_local_cluster_whose_client_does_not_connect_is_closed(monkeypatch):
+    from memplace.bench import runner
+    from memplace.model.core.errors import MemplaceError
+    closed = []
+
+    class Cluster:
+        def close(self):
+            closed.append(True)
+
+    def refuse(address, option):
+        raise MemplaceError(f"{option}: refused")
+
+    monkeypatch.setattr(runner, "local_cluster", lambda workers, option: Cluster())
+    monkeypatch.setattr(runner, "connect", refuse)
+    with pytest.raises(MemplaceError, match="--dask: refused"):
+        next(runner.dask_results([], "local", 2))
+    assert closed == [True]
+
+
 def test_corrupted_line_is_reported_with_its_number_by_every_command(batch, tmp_path):
     lines = (batch["out"] / "runs.jsonl").read_text().splitlines(keepends=True)
     out = tmp_path / "out"
