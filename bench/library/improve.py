@@ -423,8 +423,10 @@ def climb_text(entries: Iterable[Entry], target: float) -> str:
     fraction) and the certified gap of each still above it."""
     residency = [e for e in entries if e.problem == "residency"]
     still = above_target(residency, target)
-    text = (f"until-gap {100 * target:g}%: {len(residency) - len(still)} of the "
-            f"{len(residency)} residency entries above it are within now")
+    within, total = len(residency) - len(still), len(residency)
+    text = (f"until-gap {100 * target:g}%: {within} of the {total} residency "
+            f"entr{'y' if total == 1 else 'ies'} above it {'is' if within == 1 else 'are'} "
+            "within now")
     if still:
         text += "; above: " + ", ".join(f"{e.id} {certified_gap_text(e)}" for e in still)
     return text

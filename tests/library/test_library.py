@@ -311,10 +311,10 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
     from memplace.bench.library.improve import climb_text
     from memplace.bench.library.tables import percent
     assert climb_text([entry, static], gap / 1e6) == (
-        f"until-gap {100 * gap / 1e6:g}%: 0 of the 1 residency entries above it are within now; "
+        f"until-gap {100 * gap / 1e6:g}%: 0 of the 1 residency entry above it are within now; "
         f"above: {entry.id} {percent(entry.certified_gap)}%")
-    assert climb_text([entry, static], 2 * gap).endswith(": 1 of the 1 residency entries above "
-                                                          "it are within now")
+    assert climb_text([entry, static], 2 * gap).endswith(": 1 of the 1 residency entry above "
+                                                          "it is within now")
     reports, problems = verify(read_library(lib.folder))
     assert problems == [] and all(r.errors == [] for r in reports)
 
