@@ -23,7 +23,7 @@ from memplace.bench.library import store
 from memplace.bench.library.check import decode_certificate, load_entry_instance
 from memplace.bench.library.tables import by_certified_gap, certified_gap_text, figure, unit
 from memplace.instances.library import OPTIMAL_GAP, Entry, Library
-from memplace.model.core.errors import MemplaceError, ParameterError
+from memplace.model.core.errors import ParameterError
 
 DEFAULTS = {"static": "compiler", "residency": "msa", "packing": "best-heuristic"}
 # The solvers `improve` runs per problem: the exact models first (they also prove bounds).
