@@ -96,11 +96,11 @@ def _infer_node(node: onnx.NodeProto, values: dict[str, np.ndarray],
             types[value.name] = (t.elem_type, tuple(d.dim_value for d in t.shape.dim))
 
 
-def fold_shape_values(model: onnx.ModelProto,
-                      types: dict[str, tuple[int, tuple[int, ...]]]) -> tuple[onnx.ModelProto, int]:
-    """A copy of `model` whose nodes computing small values from known shapes and small
-    constants are replaced by those values (initializers), and how many values that is.
-    On the way, the output types of data nodes whose input types are known are added to
+def small_values(model: onnx.ModelProto, types: dict[str, tuple[int, tuple[int, ...]]]
+                 ) -> tuple[dict[str, np.ndarray], set[str], list[onnx.NodeProto]]:
+    """Every small value of `model` computable from known shapes and small constants: the
+    values by name, the names of those stored as initializers, and the nodes computed. On
+    the way, the output types of data nodes whose input types are known are added to
     `types` (`_infer_node`), so one pass follows shapes through the whole graph."""
     graph = model.graph
     values: dict[str, np.ndarray] = {i.name: numpy_helper.to_array(i) for i in graph.initializer
@@ -134,8 +134,18 @@ def fold_shape_values(model: onnx.ModelProto,
             if name:
                 values[name] = value
         folded.append(node)
+    return values, stored, folded
+
+
+def fold_shape_values(model: onnx.ModelProto,
+                      types: dict[str, tuple[int, tuple[int, ...]]]) -> tuple[onnx.ModelProto, int]:
+    """A copy of `model` whose nodes computing small values from known shapes and small
+    constants are replaced by those values (initializers), and how many values that is;
+    `types` gains what `small_values` infers on the way."""
+    values, stored, folded = small_values(model, types)
     if not folded:
         return model, 0
+    graph = model.graph
     gone = {id(n) for n in folded}
     new_values = [numpy_helper.from_array(v, n) for n, v in values.items() if n not in stored]
     slim = onnx.ModelProto()

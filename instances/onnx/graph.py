@@ -11,7 +11,10 @@ Every live node (one whose outputs reach a graph output) gets one role:
   `DequantizeLinear` of a weight (its layout is a compile-time choice; an int8
   weight is read as int8): no data moves, so the output *is* the input (a
   compiler emits no kernel for them; the built-in BERT keeps reshapes as copies
-  to match EGRL's node count, a documented difference of the round trip).
+  to match EGRL's node count, a documented difference of the round trip). So is
+  a `Pad` by zero rows, and a `Pad` with zeros of the spatial axes that only
+  convolutions read: a compiler adds it to their own padding (onnxruntime's pad
+  fusion, the dynamo exporter's optimizer) and the padded tensor never exists.
 * folded: a node all of whose inputs are weights or compile-time values, at least one a
   weight (a weight standardization or weight norm, a static gather of position rows, an
   attention-mask table scattered from stored constants), unless its output is a graph
@@ -39,6 +42,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 
@@ -143,6 +147,49 @@ def _foldable(outs: list[str], every: list[str], weights: set[str],
     return sum(n or 0 for n in sizes) <= sum(n or 0 for n in read)
 
 
+def _zero_padding(node: onnx.NodeProto, value: Callable[[str], np.ndarray | None]
+                  ) -> list[tuple[int, int]] | None:
+    """A constant `Pad` by zeros: its (begin, end) for each axis it names (every axis unless
+    `axes` is given, non-negative axes only), or None for another mode or fill value, or
+    when its pads are not known at compile time."""
+    attrs = {a.name: a for a in node.attribute}
+    if attrs.get("mode") is not None and attrs["mode"].s not in (b"", b"constant"):
+        return None
+    ins = list(node.input) + [""] * 3
+    if "pads" in attrs:  # opset < 11: pads and value are attributes
+        pads, fill, axes = list(attrs["pads"].ints), attrs["value"].f if "value" in attrs else 0.0, None
+    else:
+        pads = value(ins[1]) if ins[1] else None
+        fill = value(ins[2]) if ins[2] else np.zeros(())
+        axes = value(ins[3]) if ins[3] else None
+        if pads is None or fill is None or (ins[3] and axes is None):
+            return None
+    pads = [int(p) for p in np.asarray(pads).ravel()]
+    named = list(range(len(pads) // 2)) if axes is None else [int(a) for a in np.asarray(axes).ravel()]
+    if np.any(np.asarray(fill) != 0) or len(pads) != 2 * len(named) or min(named, default=0) < 0:
+        return None
+    padding = [(0, 0)] * (max(named, default=-1) + 1)
+    for j, axis in enumerate(named):
+        padding[axis] = (pads[j], pads[j + len(named)])
+    return padding
+
+
+def _pad_moves_nothing(node: onnx.NodeProto, readers: list[tuple[onnx.NodeProto, int]],
+                       is_output: bool, value: Callable[[str], np.ndarray | None]) -> bool:
+    """Whether a `Pad` is no op: it pads by nothing, or by zeros on the spatial axes (2 on)
+    and only convolutions read it, as their data, so each adds the padding to its own."""
+    padding = _zero_padding(node, value)
+    if padding is None:
+        return False
+    if all(p == (0, 0) for p in padding):
+        return True
+    spatial = all(b >= 0 and e >= 0 for b, e in padding) and all(p == (0, 0) for p in padding[:2])
+    return spatial and not is_output and bool(readers) and all(
+        r.op_type == "Conv" and position == 0
+        and all(a.name != "auto_pad" or a.s in (b"", b"NOTSET") for a in r.attribute)
+        for r, position in readers)
+
+
 def refuse_control_flow(graph: onnx.GraphProto) -> None:
     """Refuse the first node holding a subgraph (`If`, `Loop`, `Scan`, ...), by name. The
     importer asks before resolving shapes, which can take minutes on a large TorchScript
@@ -187,8 +234,10 @@ def _live_nodes(graph: onnx.GraphProto, inputs: list[list[str]],
 
 def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
              elements: Callable[[str], int | None],
-             elem_type: Callable[[str], int | None] = lambda value: None) -> Lowered:
-    """Roles of every live node and value, and the nodes grouped into ops."""
+             elem_type: Callable[[str], int | None] = lambda value: None,
+             value: Callable[[str], np.ndarray | None] = lambda name: None) -> Lowered:
+    """Roles of every live node and value, and the nodes grouped into ops. `value` gives
+    a compile-time value by name (a `Pad`'s pads), None where it is not known."""
     graph = model.graph
     all_ops = [n.op_type for n in graph.node]
     all_ins = [list(n.input) for n in graph.node]
@@ -205,6 +254,11 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         (weights if _is_weight(info.elem_type, info.elements) else compile_time).add(info.name)
     inputs = [i.name for i in graph.input if i.name not in initializers]
     output_names = {o.name for o in graph.output}
+    readers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for node, ins in zip(nodes, node_inputs):
+        for position, v in enumerate(ins):
+            if v:
+                readers.setdefault(v, []).append((node, position))
     roles: list[str] = []
     data_inputs: list[list[tuple[int, str]]] = []
     for i, (op, ins, outs) in enumerate(zip(op_types, node_inputs, node_outputs)):
@@ -226,7 +280,11 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
                            and elem_type(data[0]) == elem_type(outs[0]))
                        # a weight's layout is chosen at compile time; a quantized weight is
                        # read as stored
-                       or (op in ("Transpose", "DequantizeLinear") and data[0] in weights)):
+                       or (op in ("Transpose", "DequantizeLinear") and data[0] in weights)
+                       # padding a convolution's input: the convolution pads (see above)
+                       or (op == "Pad" and data[0] not in compile_time and data[0] not in weights
+                           and _pad_moves_nothing(nodes[i], readers.get(outs[0], []),
+                                                  outs[0] in output_names, value))):
             base[outs[0]] = data[0]
             roles.append("alias")
         elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):

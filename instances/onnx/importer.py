@@ -187,6 +187,29 @@ def _hardware(hardware: str | dict[str, Any]) -> dict[str, Any]:
     return resolve_hardware(hardware)
 
 
+def _compile_time_values(model: onnx.ModelProto, shaped: ShapedModel):
+    """A compile-time value by name, or None: small stored constants at once, computed ones
+    (`folding.small_values`, one pass over the graph) when first asked for."""
+    from onnx import numpy_helper
+
+    from memplace.instances.onnx.folding import small_values
+    stored = {i.name: i for i in model.graph.initializer}
+    constants = {n.output[0]: n for n in model.graph.node if n.op_type == "Constant" and n.output
+                 and any(a.name == "value" for a in n.attribute)}
+    computed: dict[str, Any] = {}
+
+    def value(name: str):
+        if name in stored:
+            return numpy_helper.to_array(stored[name])  # the slim model keeps small ones only
+        if name in constants:
+            return numpy_helper.to_array(next(a.t for a in constants[name].attribute
+                                              if a.name == "value"))
+        if "" not in computed:
+            computed[""] = small_values(model, dict(shaped.types))[0]
+        return computed[""].get(name)
+    return value
+
+
 def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any], *,
               batch: int | None = None, dims: dict[str, int] | None = None,
               dtype_bytes: int | None = None, name: str | None = None) -> dict[str, Any]:
@@ -232,7 +255,7 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
         found = shaped.types.get(value)
         return None if found is None else found[0]
 
-    lowered = classify(slim, initializers, elements, elem_type)
+    lowered = classify(slim, initializers, elements, elem_type, _compile_time_values(slim, shaped))
     if not lowered.groups:
         raise OnnxImportError("the model has no op that moves data (every node is shape "
                               "arithmetic or an alias)")

@@ -5,7 +5,9 @@ from the second round, recurrent layers (LSTM, GRU, RNN) counted by formula; fro
 nodes computed from weights only (NF-ResNet's weight standardization, wav2vec2's weight norm)
 folded at compile time; from the fourth, an invalid node named as ONNX's inference names it,
 and control flow refused before shapes are resolved; from the seventh, Fourier transforms
-(`DFT`) counted by formula; from the twelfth, random generators counted by formula."""
+(`DFT`) counted by formula; from the twelfth, random generators counted by formula; from
+the thirteenth, shape arithmetic computed before onnxruntime's slow symbolic inference, and a
+convolution's zero padding (or a padding by nothing) no op of its own."""
 from __future__ import annotations
 
 import warnings
@@ -302,3 +304,70 @@ def test_random_generators_count_one_flop_per_value_drawn_and_bernoulli_two():
                    [_vi("u", F, None), _vi("b", F, None), _vi("n", F, None)], opset=18)
     flops = {op["name"]: op["flops"] for op in _import(model)["workload"]["ops"]}
     assert flops == {"noise": 10, "rotations": 12, "coin": 20}
+
+
+# --------------------------------------------------------------------------- padding
+def _padded(reader="Conv", pads=(0, 0, 1, 1, 0, 0, 1, 1), fill=None, computed=False):
+    """x[1,4,6,6] -> Pad(pads, fill) -> reader -> y. With `computed`, the pads are a Cast of
+    a Constant, a value no initializer or Constant node holds (as the TorchScript
+    exporter computes timm's 'same' padding from Shape)."""
+    nodes, inits = [], []
+    if computed:
+        nodes += [helper.make_node("Constant", [], ["p32"], name="p32", value=numpy_helper.from_array(
+                      np.array(pads, np.int32), "p32")),
+                  helper.make_node("Cast", ["p32"], ["pads"], name="cast", to=I64)]
+    else:
+        inits.append(numpy_helper.from_array(np.array(pads, np.int64), "pads"))
+    pad_inputs = ["x", "pads"]
+    if fill is not None:
+        nodes.append(helper.make_node("Constant", [], ["fill"], name="fill",
+                                      value=numpy_helper.from_array(np.array(fill, np.float32), "fill")))
+        pad_inputs.append("fill")
+    nodes.append(helper.make_node("Pad", pad_inputs, ["xp"], name="pad"))
+    if reader == "Conv":
+        inits.append(numpy_helper.from_array(np.zeros((8, 4, 3, 3), np.float32), "w"))
+        nodes.append(helper.make_node("Conv", ["xp", "w"], ["y"], name="conv"))
+    elif reader == "MaxPool":
+        nodes.append(helper.make_node("MaxPool", ["xp"], ["y"], name="pool", kernel_shape=[3, 3]))
+    else:
+        nodes.append(helper.make_node("Add", ["xp", "xp"], ["y"], name="add"))
+    return _model(nodes, [_vi("x", F, [1, 4, 6, 6])], [_vi("y", F, None)], inits, opset=18)
+
+
+@pytest.mark.parametrize("computed", [False, True])
+def test_a_zero_padding_a_convolution_reads_is_its_own_padding(computed):
+    # PNASNet's TorchScript export pads 24 convolutions' inputs with explicit Pads; a
+    # compiler (and the dynamo exporter's optimizer) adds them to the convolutions'
+    # padding: the padded tensor never exists, the convolution reads x
+    w = _import(_padded(fill=0.0, computed=computed))["workload"]
+    assert [(op["name"], op["flops"]) for op in w["ops"]] == [("conv", 2 * 8 * 6 * 6 * 4 * 9)]
+    assert {t["name"]: t["size"] for t in w["tensors"]} == {"x": 4 * 144, "w": 4 * 288,
+                                                            "y": 4 * 288}
+
+
+@pytest.mark.parametrize("reader, pads, fill", [
+    ("MaxPool", (0, 0, 1, 1, 0, 0, 1, 1), None),   # a pool's padding is not by zeros
+    ("Conv", (0, 0, 1, 1, 0, 0, 1, 1), 1.0),       # padding by ones
+    ("Conv", (0, 1, 0, 0, 0, 1, 0, 0), None),      # padding channels
+    ("Conv", (0, 0, 2, 2, 0, 0, -1, -1), None),    # a crop and a pad
+    ("Add", (0, 0, 1, 1, 0, 0, 1, 1), None)])      # not a convolution
+def test_any_other_padding_stays_an_op(reader, pads, fill):
+    w = _import(_padded(reader, pads, fill))["workload"]
+    assert w["ops"][0]["nodes"][0] == "pad"  # an op of its own (an Add fuses into it)
+
+
+def test_a_padding_by_nothing_is_no_op():
+    # Swin's windows: pad the feature map up to a multiple of the window, 0 rows when it is
+    # one already; nothing moves, whoever reads it
+    w = _import(_padded("Add", (0, 0, 0, 0, 0, 0, 0, 0)))["workload"]
+    assert [op["name"] for op in w["ops"]] == ["add"]
+    assert {t["name"]: t["size"] for t in w["tensors"]} == {"x": 4 * 144, "y": 4 * 144}
+
+
+def test_an_opset_10_padding_of_attributes_is_read_the_same():
+    nodes = [helper.make_node("Pad", ["x"], ["xp"], name="pad", pads=[0, 0, 1, 1, 0, 0, 1, 1]),
+             helper.make_node("Conv", ["xp", "w"], ["y"], name="conv")]
+    w = _import(_model(nodes, [_vi("x", F, [1, 4, 6, 6])], [_vi("y", F, None)],
+                       [numpy_helper.from_array(np.zeros((8, 4, 3, 3), np.float32), "w")],
+                       opset=10))["workload"]
+    assert [op["name"] for op in w["ops"]] == ["conv"]
