@@ -14,7 +14,9 @@ Every live node (one whose outputs reach a graph output) gets one role:
   to match EGRL's node count, a documented difference of the round trip). So is
   a `Pad` by zero rows, and a `Pad` with zeros of the spatial axes that only
   convolutions read: a compiler adds it to their own padding (onnxruntime's pad
-  fusion, the dynamo exporter's optimizer) and the padded tensor never exists.
+  fusion, the dynamo exporter's optimizer) and the padded tensor never exists;
+  and a `Concat` of one tensor, alone or with empty ones (a prefill joining its
+  new keys and values to an empty cache).
 * folded: a node all of whose inputs are weights or compile-time values, at least one a
   weight (a weight standardization or weight norm, a static gather of position rows, an
   attention-mask table scattered from stored constants), unless its output is a graph
@@ -190,6 +192,13 @@ def _pad_moves_nothing(node: onnx.NodeProto, readers: list[tuple[onnx.NodeProto,
         for r, position in readers)
 
 
+def _filled_input(data: list[str], elements: Callable[[str], int | None]) -> str | None:
+    """The one input of a concatenation that has one, or whose other inputs are empty."""
+    sizes = [elements(v) for v in data]
+    filled = [v for v, n in zip(data, sizes) if n != 0]
+    return filled[0] if len(filled) == 1 and None not in sizes else None
+
+
 def refuse_control_flow(graph: onnx.GraphProto) -> None:
     """Refuse the first node holding a subgraph (`If`, `Loop`, `Scan`, ...), by name. The
     importer asks before resolving shapes, which can take minutes on a large TorchScript
@@ -274,6 +283,12 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
         elif op in COMPILE_TIME_SOURCES:
             compile_time.update(o for o in outs if o)
             roles.append("compile")
+        elif op == "Concat" and (source := _filled_input(data, elements)) is not None \
+                and source not in compile_time and source not in weights:
+            # one tensor "joined" (a prefill's keys and values with an empty cache, which
+            # the TorchScript exporter drops, leaving one input): nothing moves
+            base[outs[0]] = source
+            roles.append("alias")
         elif data and ((op in ALIASES and (op != "Dropout" or len(outs) < 2 or not outs[1]))
                        # a cast to the type it already has (tf2onnx writes them)
                        or (op in ("Cast", "CastLike") and elem_type(data[0]) is not None

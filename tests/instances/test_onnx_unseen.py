@@ -105,8 +105,10 @@ def test_an_empty_input_dimension_is_a_fixed_size_not_a_symbol():
                    [_vi("y", F, None), _vi("present", F, None)], opset=18)
     inst = _import(model)
     tensors = {t["name"]: t["size"] for t in inst["workload"]["tensors"]}
-    assert tensors == {"new": 64, "present": 64, "y": 64}  # the empty cache holds no bytes
-    assert Instance.from_dict(inst).n_ops == 2
+    # the empty cache holds no bytes, and joining it to the new key moves nothing: the
+    # present key is the new one (test_a_concatenation_of_one_tensor_is_no_op)
+    assert tensors == {"new": 64, "y": 64}
+    assert Instance.from_dict(inst).n_ops == 1
 
 
 # --------------------------------------------------------------------------- shape arithmetic
@@ -371,3 +373,21 @@ def test_an_opset_10_padding_of_attributes_is_read_the_same():
                        [numpy_helper.from_array(np.zeros((8, 4, 3, 3), np.float32), "w")],
                        opset=10))["workload"]
     assert [op["name"] for op in w["ops"]] == ["conv"]
+
+
+@pytest.mark.parametrize("past", [None, 0, 3])
+def test_a_concatenation_of_one_tensor_is_no_op(past):
+    # a prefill's new keys joined to the empty cache: the TorchScript exporter writes a
+    # Concat of the keys alone (past None) or with the empty past (0 rows); with 3 rows
+    # of past it is a decode step's concatenation, an op
+    inputs = [_vi("x", F, [1, 2, 4, 8])]
+    names = ["k"]
+    if past is not None:
+        inputs.append(_vi("past", F, [1, 2, past, 8]))
+        names = ["past", "k"]
+    nodes = [helper.make_node("Relu", ["x"], ["k"], name="keys"),
+             helper.make_node("Concat", names, ["present"], name="cat", axis=2),
+             helper.make_node("Relu", ["present"], ["y"], name="use")]
+    w = _import(_model(nodes, inputs, [_vi("present", F, None), _vi("y", F, None)]))["workload"]
+    ops = [op["name"] for op in w["ops"]]
+    assert ops == (["keys", "use"] if past in (None, 0) else ["keys", "cat", "use"])
