@@ -17,11 +17,12 @@ of the program, no tensor. A `Gather` moves only the rows it gathers and a
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import onnx
 from onnx import TensorProto
@@ -187,26 +188,27 @@ def _hardware(hardware: str | dict[str, Any]) -> dict[str, Any]:
     return resolve_hardware(hardware)
 
 
-def _compile_time_values(model: onnx.ModelProto, shaped: ShapedModel):
-    """A compile-time value by name, or None: small stored constants at once, computed ones
-    (`folding.small_values`, one pass over the graph) when first asked for."""
+def _compile_time_values(model: onnx.ModelProto, shaped: ShapedModel) -> Callable[[str], Any]:
+    """A compile-time value (a numpy array) by name, or None: small stored constants at once,
+    computed ones (`folding.small_values`, one pass over the graph) when first asked for."""
     from onnx import numpy_helper
 
     from memplace.instances.onnx.folding import small_values
-    stored = {i.name: i for i in model.graph.initializer}
+    stored = {i.name: i for i in model.graph.initializer}  # the slim model keeps small ones only
     constants = {n.output[0]: n for n in model.graph.node if n.op_type == "Constant" and n.output
                  and any(a.name == "value" for a in n.attribute)}
-    computed: dict[str, Any] = {}
 
-    def value(name: str):
+    @functools.cache
+    def computed() -> dict[str, Any]:
+        return small_values(model, dict(shaped.types))[0]
+
+    def value(name: str) -> Any:
         if name in stored:
-            return numpy_helper.to_array(stored[name])  # the slim model keeps small ones only
+            return numpy_helper.to_array(stored[name])
         if name in constants:
             return numpy_helper.to_array(next(a.t for a in constants[name].attribute
                                               if a.name == "value"))
-        if "" not in computed:
-            computed[""] = small_values(model, dict(shaped.types))[0]
-        return computed[""].get(name)
+        return computed().get(name)
     return value
 
 
