@@ -189,27 +189,15 @@ def _hardware(hardware: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def _compile_time_values(model: onnx.ModelProto, shaped: ShapedModel) -> Callable[[str], Any]:
-    """A compile-time value (a numpy array) by name, or None: small stored constants at once,
-    computed ones (`folding.small_values`, one pass over the graph) when first asked for."""
-    from onnx import numpy_helper
-
+    """A compile-time value (a numpy array) by name, or None: stored small constants,
+    `Constant` nodes and the shape arithmetic on them, all from one pass of
+    `folding.small_values` over the graph, run when a value is first asked for."""
     from memplace.instances.onnx.folding import small_values
-    stored = {i.name: i for i in model.graph.initializer}  # the slim model keeps small ones only
-    constants = {n.output[0]: n for n in model.graph.node if n.op_type == "Constant" and n.output
-                 and any(a.name == "value" for a in n.attribute)}
 
     @functools.cache
     def computed() -> dict[str, Any]:
         return small_values(model, dict(shaped.types))[0]
-
-    def value(name: str) -> Any:
-        if name in stored:
-            return numpy_helper.to_array(stored[name])
-        if name in constants:
-            return numpy_helper.to_array(next(a.t for a in constants[name].attribute
-                                              if a.name == "value"))
-        return computed().get(name)
-    return value
+    return lambda name: computed().get(name)
 
 
 def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any], *,
