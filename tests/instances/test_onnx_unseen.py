@@ -155,10 +155,10 @@ def test_torchscript_expand_of_a_class_token_is_resolved_by_computing_its_shape(
     assert any("shape arithmetic computed" in n for n in inst["import"]["shape_inference"])
 
 
-def test_torchscript_padding_to_a_window_multiple_is_resolved_by_computing_it(monkeypatch):
-    # pad the last axis of x[1,5,6] up to a multiple of 4: pads = [0,0,0, 0,0,(4 - 6 % 4) % 4],
-    # computed from Shape by Mod and Sub, as Swin's windows are
-    _no_symbolic_inference(monkeypatch)
+def _window_padding_model():
+    """x[1,5,6] padded on its last axis up to a multiple of 4, then a Relu: the pads
+    [0,0,0, 0,0,(4 - 6 % 4) % 4] computed from Shape by Mod and Sub, as the TorchScript
+    exporter writes Swin's window padding (and, alike, PNASNet's convolutions' padding)."""
     nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), _const("two", 2),
              helper.make_node("Gather", ["s", "two"], ["w"], name="width"), _const("four", 4),
              helper.make_node("Mod", ["w", "four"], ["r"], name="rem"),
@@ -169,8 +169,12 @@ def test_torchscript_padding_to_a_window_multiple_is_resolved_by_computing_it(mo
              helper.make_node("Concat", ["zeros5", "p1"], ["pads"], name="pads", axis=0),
              helper.make_node("Pad", ["x", "pads"], ["y"], name="pad"),
              helper.make_node("Relu", ["y"], ["z"], name="act")]
-    model = _model(nodes, [_vi("x", F, [1, 5, 6])], [_vi("z", F, None)], opset=17)
-    inst = _import(model)
+    return _model(nodes, [_vi("x", F, [1, 5, 6])], [_vi("z", F, None)], opset=17)
+
+
+def test_torchscript_padding_to_a_window_multiple_is_resolved_by_computing_it(monkeypatch):
+    _no_symbolic_inference(monkeypatch)
+    inst = _import(_window_padding_model())
     sizes = {t["name"]: t["size"] for t in inst["workload"]["tensors"]}
     assert sizes == {"x": 4 * 30, "z": 4 * 40}  # [1,5,8] after the pad (Relu fused into it)
 
@@ -182,17 +186,8 @@ def test_shape_arithmetic_is_computed_before_the_slow_symbolic_inference(monkeyp
     import memplace.instances.onnx.shapes as shapes
     calls = []
     monkeypatch.setattr(shapes, "_symbolic_inference", lambda model: calls.append(model) or model)
-    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), _const("two", 2),
-             helper.make_node("Gather", ["s", "two"], ["w"], name="width"), _const("three", 3),
-             helper.make_node("Mod", ["w", "three"], ["r"], name="rem"), _const("ax", [0]),
-             helper.make_node("Unsqueeze", ["r", "ax"], ["r1"], name="unsq"),
-             _const("zeros5", [0, 0, 0, 0, 0]),
-             helper.make_node("Concat", ["zeros5", "r1"], ["pads"], name="pads", axis=0),
-             helper.make_node("Pad", ["x", "pads"], ["y"], name="pad"),
-             helper.make_node("Relu", ["y"], ["z"], name="act")]
-    model = _model(nodes, [_vi("x", F, [1, 5, 7])], [_vi("z", F, None)], opset=17)
-    inst = _import(model)
-    assert {t["name"]: t["size"] for t in inst["workload"]["tensors"]} == {"x": 4 * 35,
+    inst = _import(_window_padding_model())
+    assert {t["name"]: t["size"] for t in inst["workload"]["tensors"]} == {"x": 4 * 30,
                                                                           "z": 4 * 40}
     assert calls == []
     assert any("shape arithmetic computed" in n for n in inst["import"]["shape_inference"])
