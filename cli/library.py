@@ -138,12 +138,12 @@ def verify_command(version: str) -> None:
 @click.option("--until-gap", type=click.FloatRange(0, 100, min_open=True), default=None,
               metavar="PERCENT",
               help="then, on the residency entries whose certified gap is still above PERCENT, "
-                   "climb a ladder one rung at a time until each is within: the bound MILP "
-                   "(`bound`), then multistart from "
+                   "climb a ladder one rung at a time until each is within: the step-cover "
+                   "LP (at least 60 s), then the bound MILP (`bound`), then multistart from "
                    "the best known, then the same with weight streaming, then the relaxation "
                    "tree, then the step-cover tree, then the units tree "
-                   "(each rung gets at least 120 s); entries whose certified gap is within PERCENT "
-                   "already are left alone")
+                   "(each of these at least 120 s); entries whose certified gap is within "
+                   "PERCENT already are left alone")
 def improve_command(version: str, time_limit: float, entries: tuple[str, ...], problem: str | None,
                     max_ops: int | None, seeds: int, scheduler: str | None,
                     solvers: tuple[str, ...], min_gap: float | None, no_certify: bool,

@@ -270,17 +270,20 @@ def test_until_gap_climbs_the_ladder_only_while_an_entry_is_above_the_target(sma
     (its solvers from the best known, or its tree), and an entry within runs none."""
     from memplace.bench.library import improve as improving
     from memplace.bench.library.improve import LADDER, Rung, above_target, climb
-    assert [r.name for r in LADDER] == ["the bound MILP", "multistart from the best known",
+    assert [r.name for r in LADDER] == ["step covers", "the bound MILP",
+                                        "multistart from the best known",
                                         "weight streaming from the best known", "relaxation tree",
                                         "step-cover tree", "units tree"]
-    assert [r.solvers for r in LADDER][:3] == [("bound",), ("multistart",), ("multistart",)]
-    assert [r.from_best for r in LADDER][:3] == [False, True, True]
-    assert [dict(r.params) for r in LADDER][:3] == [{}, {}, {"stream_share": "0.5"}]
-    from memplace.bench.library.improve import SEARCH_TIME_LIMIT_S, TREE_TIME_LIMIT_S
-    assert [r.min_time for r in LADDER] == [SEARCH_TIME_LIMIT_S] * 3 + [TREE_TIME_LIMIT_S] * 3
-    assert [r.models for r in LADDER][3:] == [("residency-relaxation-tree",),
-                                              ("residency-delivery-step-cover-tree",),
-                                              ("residency-delivery-units-tree",)]
+    assert [r.solvers for r in LADDER][:4] == [(), ("bound",), ("multistart",), ("multistart",)]
+    assert [r.from_best for r in LADDER][:4] == [False, False, True, True]
+    assert [dict(r.params) for r in LADDER][:4] == [{}, {}, {}, {"stream_share": "0.5"}]
+    from memplace.bench.library.improve import (SEARCH_TIME_LIMIT_S, STEP_COVER_TIME_LIMIT_S,
+                                                TREE_TIME_LIMIT_S)
+    assert [r.min_time for r in LADDER] == [STEP_COVER_TIME_LIMIT_S] + [SEARCH_TIME_LIMIT_S] * 3 + \
+        [TREE_TIME_LIMIT_S] * 3
+    assert [r.models for r in LADDER][:1] + [r.models for r in LADDER][4:] == [
+        ("residency-delivery-step-cover",), ("residency-relaxation-tree",),
+        ("residency-delivery-step-cover-tree",), ("residency-delivery-units-tree",)]
     lib = read_library(_copy(small_library, tmp_path))
     entry = lib.entry("residency/" + INSTANCE)
     static = lib.entry("static/" + INSTANCE)

@@ -134,6 +134,30 @@ def test_cut_and_branch_is_at_most_the_exhaustive_optimum(op_rows, seed):
     assert proved == pytest.approx(got.bound, rel=1e-9)
     assert got.root_bound * (1 - 1e-6) <= proved <= best * (1 + 1e-9)
 
+def test_a_tree_that_gains_nothing_over_its_root_leaves_the_roots_certificate(tmp_path):
+    """The ladder's step-cover tree rung is the only place the library solves the step-cover
+    LP: where the tree proves no more than its root (here the covers close the gap at the
+    root), the root's certificate is returned and recorded under its own model's name."""
+    import json
+
+    from memplace.bench.library.improve import Task, run_task
+    from memplace.solvers.certificate import STEP_COVER_TREE_MODEL
+    inst = _pair_instance()
+    best = exhaustive_optimum(inst)
+    cert = lp_dual(inst, STEP_COVER_TREE_MODEL, 30, ceiling=best)
+    plain = lp_dual(inst, DELIVERY_MODEL, 30, ceiling=best)["bound"]
+    assert cert is not None and cert["model"] == STEP_COVER_MODEL and "tree" not in cert
+    assert plain * 1.5 < cert["bound"] <= best * (1 + 1e-9)
+    assert check_lp_dual(inst, cert, valid_latency=best) == pytest.approx(cert["bound"], rel=1e-12)
+    source = tmp_path / "pair.json"
+    source.write_text(json.dumps(inst.to_dict()))
+    ran = run_task(Task("residency/pair@toy", "residency", str(source), "lp-dual", 30, 0,
+                        {"models": [STEP_COVER_TREE_MODEL], "ceiling": best, "closed_form": False}))
+    assert [(b["label"], b["certificate"]["model"]) for b in ran["bounds"]] == \
+        [(STEP_COVER_MODEL, STEP_COVER_MODEL)]
+    assert ran["unproved"] == []
+
+
 def test_a_tampered_tree_proves_nothing_or_less():
     inst = _pair_instance()
     best = exhaustive_optimum(inst)

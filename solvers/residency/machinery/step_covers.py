@@ -358,6 +358,7 @@ class CoverTree:
     tree: dict[str, Any] | None
     leaves: int
     rows: int
+    root: CoverBound  # the cover rounds the tree grew from: their duals certify the root alone
 
 
 def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int,
@@ -390,7 +391,7 @@ def grow_tree(inst: Instance, ceiling: float, time_limit: float, max_leaves: int
                          priority, model.scale, cuts=cuts if leaf_rounds else None,
                          cut_rounds=leaf_rounds)
     return CoverTree(grown.bound, grown.root_bound, covers, grown.tree, grown.leaves,
-                     int(grown.lp.rlo.size))
+                     int(grown.lp.rlo.size), got)
 
 
 def check_tree(inst: Instance, ceiling: float, raw_covers: Any, rows: int, tree: Any,
