@@ -16,7 +16,8 @@ Every live node (one whose outputs reach a graph output) gets one role:
   convolutions read: a compiler adds it to their own padding (onnxruntime's pad
   fusion, the dynamo exporter's optimizer) and the padded tensor never exists;
   and a `Concat` of one tensor, alone or with empty ones (a prefill joining its
-  new keys and values to an empty cache).
+  new keys and values to an empty cache), and a `Slice` that keeps every element
+  in order (a crop to the size the tensor already has).
 * folded: a node all of whose inputs are weights or compile-time values, at least one a
   weight (a weight standardization or weight norm, a static gather of position rows, an
   attention-mask table scattered from stored constants), unless its output is a graph
@@ -192,6 +193,21 @@ def _pad_moves_nothing(node: onnx.NodeProto, readers: list[tuple[onnx.NodeProto,
         for r, position in readers)
 
 
+def _slice_takes_all(node: onnx.NodeProto, source: str, output: str,
+                     elements: Callable[[str], int | None],
+                     value: Callable[[str], np.ndarray | None]) -> bool:
+    """Whether a `Slice` keeps every element of its input in order: as many elements out as
+    in (a slice never grows an axis, so every axis is whole) and every step positive (a
+    step of -1 over a whole axis reverses it). Its steps, where given, must be known."""
+    size = elements(source)
+    if not size or elements(output) != size:
+        return False
+    if len(node.input) < 5 or not node.input[4]:
+        return True
+    steps = value(node.input[4])
+    return steps is not None and bool(np.all(np.asarray(steps) > 0))
+
+
 def _filled_input(data: list[str], elements: Callable[[str], int | None]) -> str | None:
     """The one input of a concatenation that has one, or whose other inputs are empty."""
     sizes = [elements(v) for v in data]
@@ -299,7 +315,11 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
                        # padding a convolution's input: the convolution pads (see above)
                        or (op == "Pad" and data[0] not in compile_time and data[0] not in weights
                            and _pad_moves_nothing(nodes[i], readers.get(outs[0], []),
-                                                  outs[0] in output_names, value))):
+                                                  outs[0] in output_names, value))
+                       # a slice of everything (GhostNet's `out[:, :oup]` where the
+                       # concatenation has oup channels; the dynamo exporter drops it)
+                       or (op == "Slice" and data[0] not in compile_time and data[0] not in weights
+                           and _slice_takes_all(nodes[i], data[0], outs[0], elements, value))):
             base[outs[0]] = data[0]
             roles.append("alias")
         elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):

@@ -7,7 +7,8 @@ folded at compile time; from the fourth, an invalid node named as ONNX's inferen
 and control flow refused before shapes are resolved; from the seventh, Fourier transforms
 (`DFT`) counted by formula; from the twelfth, random generators counted by formula; from
 the thirteenth, shape arithmetic computed before onnxruntime's slow symbolic inference, and a
-convolution's zero padding (or a padding by nothing) no op of its own."""
+convolution's zero padding (or a padding by nothing) no op of its own; from the fourteenth, a
+slice of everything in order no op."""
 from __future__ import annotations
 
 import warnings
@@ -386,3 +387,27 @@ def test_a_concatenation_of_one_tensor_is_no_op(past):
     w = _import(_model(nodes, inputs, [_vi("present", F, None), _vi("y", F, None)]))["workload"]
     ops = [op["name"] for op in w["ops"]]
     assert ops == (["keys", "use"] if past in (None, 0) else ["keys", "cat", "use"])
+
+
+@pytest.mark.parametrize("ends, steps, moves", [
+    (4, None, False),     # GhostNet's out[:, :oup] where the concatenation has oup channels
+    (4, 1, False),
+    (3, None, True),      # a crop: an op
+    (4, -1, True),        # the whole axis reversed: every element, not in order
+    (2 ** 62, 2, True)])  # every other channel
+def test_a_slice_of_everything_in_order_is_no_op(ends, steps, moves):
+    starts = -1 if steps == -1 else 0
+    ends = -(2 ** 62) if steps == -1 else ends
+    inputs, values = ["x", "starts", "ends", "axes"], [starts, ends, 1]
+    if steps is not None:
+        inputs.append("steps")
+        values.append(steps)
+    nodes = [helper.make_node("Relu", ["a"], ["x"], name="make"),
+             _const("starts", [starts]), _const("ends", [ends]), _const("axes", [1]),
+             *([_const("steps", [steps])] if steps is not None else []),
+             helper.make_node("Slice", inputs, ["s"], name="slice"),
+             helper.make_node("Add", ["s", "s"], ["y"], name="use")]
+    w = _import(_model(nodes, [_vi("a", F, [1, 4, 3, 3])], [_vi("y", F, None)]))["workload"]
+    assert any("slice" in op["nodes"] for op in w["ops"]) is moves
+    if not moves:  # the add reads x itself
+        assert "s" not in {t["name"] for t in w["tensors"]}
