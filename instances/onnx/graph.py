@@ -312,14 +312,15 @@ def classify(model: onnx.ModelProto, initializers: dict[str, Initializer],
                        # a weight's layout is chosen at compile time; a quantized weight is
                        # read as stored
                        or (op in ("Transpose", "DequantizeLinear") and data[0] in weights)
-                       # padding a convolution's input: the convolution pads (see above)
-                       or (op == "Pad" and data[0] not in compile_time and data[0] not in weights
-                           and _pad_moves_nothing(nodes[i], readers.get(outs[0], []),
-                                                  outs[0] in output_names, value))
-                       # a slice of everything (GhostNet's `out[:, :oup]` where the
-                       # concatenation has oup channels; the dynamo exporter drops it)
-                       or (op == "Slice" and data[0] not in compile_time and data[0] not in weights
-                           and _slice_takes_all(nodes[i], data[0], outs[0], elements, value))):
+                       # of a tensor the program computes:
+                       or (data[0] not in compile_time and data[0] not in weights and (
+                           # padding a convolution's input: the convolution pads (see above)
+                           (op == "Pad" and _pad_moves_nothing(nodes[i], readers.get(outs[0], []),
+                                                               outs[0] in output_names, value))
+                           # a slice of everything (GhostNet's `out[:, :oup]` where the
+                           # concatenation has oup channels; the dynamo exporter drops it)
+                           or (op == "Slice" and _slice_takes_all(nodes[i], data[0], outs[0],
+                                                                  elements, value))))):
             base[outs[0]] = data[0]
             roles.append("alias")
         elif op not in NEVER_FOLDED and every and all(v in compile_time for v in every):
