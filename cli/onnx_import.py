@@ -74,20 +74,36 @@ def summary(instance: dict[str, Any]) -> str:
 @click.option("--dtype-bytes", type=int, help="bytes per element of floating-point tensors (1: int8)")
 @click.option("--name", help="the instance's (and its workload's) name [default: MODEL's stem, "
                               "e.g. resnet50 for resnet50.onnx]")
+@click.option("--sample-run", "sample_seed", type=click.IntRange(min=0), metavar="SEED",
+              help="take the branch each If takes and the shapes that depend on data (a mixture "
+                   "of experts' routing, a detector's boxes) from one run of the model in "
+                   "onnxruntime on inputs drawn with SEED (reads the weights)")
+@click.option("--sample-inputs", type=click.Path(dir_okay=False, exists=True),
+              help="an .npz of input values by name for that run (implies --sample-run; "
+                   "inputs it lacks are drawn)")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="the instance file to write")
 def import_command(model: str, hardware: str, batch: int | None, dim: tuple[str, ...],
-                   dtype_bytes: int | None, name: str | None, output: str) -> None:
+                   dtype_bytes: int | None, name: str | None, sample_seed: int | None,
+                   sample_inputs: str | None, output: str) -> None:
     """Import MODEL (an ONNX file; external weights are never read) as an instance file.
 
     Shapes are resolved with ONNX's and onnxruntime's shape inference, nodes fused into
-    a compiler's ops, FLOPs counted from shapes (see memplace.instances.onnx)."""
+    a compiler's ops, FLOPs counted from shapes (see memplace.instances.onnx). A program
+    whose memory depends on the values it reads (control flow, data-dependent shapes) is
+    refused unless --sample-run imports the program of one run on sample inputs."""
     from memplace.instances import dumps
     onnx_import = _onnx_module()
+    sample = None
+    if sample_seed is not None or sample_inputs is not None:
+        from memplace.instances.onnx.sample import SampleRun, read_inputs
+        sample = SampleRun(sample_seed or 0)
+        if sample_inputs is not None:
+            sample.given, sample.source = read_inputs(sample_inputs), sample_inputs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", onnx_import.OnnxImportWarning)
         instance = onnx_import.from_onnx(model, _hardware(hardware), batch=batch, dims=_dims(dim),
-                                         dtype_bytes=dtype_bytes, name=name)
+                                         dtype_bytes=dtype_bytes, name=name, sample=sample)
     for warning in caught:  # echoed as `warning:` lines
         click.echo(f"warning: {warning.message}", err=True)
     write_atomically(output, dumps(instance), "instance file")

@@ -222,8 +222,10 @@ def refuse_control_flow(graph: onnx.GraphProto) -> None:
     for i, node in enumerate(graph.node):
         if node.op_type in CONTROL_FLOW or any(
                 a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            hint = ("import one run of it with --sample-run SEED (the branches it takes)"
+                    if node.op_type == "If" else "export the model with its loops unrolled")
             raise OnnxImportError(f"node {node_label(node, i)}: control flow (subgraphs) is "
-                                  "not supported; export the model with its loops unrolled")
+                                  f"not supported; {hint}")
 
 
 def _live_nodes(graph: onnx.GraphProto, inputs: list[list[str]],

@@ -31,6 +31,7 @@ from memplace.instances.onnx.errors import OnnxImportError
 from memplace.instances.onnx.flops import conservative_flops, node_flops
 from memplace.instances.onnx.graph import (INDEX_INPUTS, PARAMETER_INPUTS, Lowered, classify,
                                            node_label, refuse_control_flow)
+from memplace.instances.onnx.sample import SampleRun, evaluate, sample_inputs, take_branches
 from memplace.instances.onnx.shapes import (ShapedModel, bind_dimensions, element_bytes,
                                             load_model, resolve_shapes, slim_model)
 
@@ -78,8 +79,11 @@ class _Emitter:
             if rejected:  # ONNX refuses the node itself: say so first, it is the cause
                 raise OnnxImportError(f"node {node_label(node, 0)} is not valid ONNX, so the "
                                       f"shape of {value!r} is unknown: {rejected}")
+            hint = ("" if self.shaped.sampled is not None else
+                    "; if it depends on the values the model reads, --sample-run SEED takes it "
+                    "from one run on sample inputs")
             raise OnnxImportError(f"the shape of {value!r} ({where}) is unknown after shape "
-                                  f"inference{notes}")
+                                  f"inference{notes}{hint}")
         return found[1]
 
     def width(self, value: str) -> int:
@@ -202,7 +206,8 @@ def _compile_time_values(model: onnx.ModelProto, shaped: ShapedModel) -> Callabl
 
 def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any], *,
               batch: int | None = None, dims: dict[str, int] | None = None,
-              dtype_bytes: int | None = None, name: str | None = None) -> dict[str, Any]:
+              dtype_bytes: int | None = None, name: str | None = None,
+              sample: SampleRun | None = None) -> dict[str, Any]:
     """A `memplace-instance/1` dict of an ONNX model on `hardware` (a preset name or a
     hardware dict).
 
@@ -218,6 +223,9 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
     name : the instance's name, which its workload takes too (default: the file's stem,
         `resnet50` for `resnet50.onnx`; a ModelProto's graph name). Built-in instances are
         named `workload@hardware`, so the default never takes a built-in's name.
+    sample : take the branch every `If` takes and the shapes that depend on data from one
+        run of the model on sample inputs (`memplace.instances.onnx.sample`); without it,
+        control flow and data-dependent shapes are refused.
 
     Raises `OnnxImportError` (a `MemplaceError`) naming the node or tensor at fault;
     warns `OnnxImportWarning` for op types whose FLOPs are counted by the default.
@@ -230,12 +238,30 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
         proto, stem = model, model.graph.name or "model"
     else:
         proto, stem = load_model(model), Path(model).name.split(".")[0]
+        if sample is not None:
+            sample.base_dir = Path(model).resolve().parent
     total_nodes = len(proto.graph.node)
-    refuse_control_flow(proto.graph)
-    slim, initializers = slim_model(proto)
+    sampled = None
+    if sample is None:
+        refuse_control_flow(proto.graph)
+        slim, initializers = slim_model(proto)
+        bind_dimensions(slim, batch, dict(dims or {}), initializers)
+    else:  # the run needs bound inputs, and its branches change the graph: on a copy
+        if proto is model:
+            proto = onnx.ModelProto()
+            proto.CopyFrom(model)
+        bind_dimensions(proto, batch, dict(dims or {}))
+        feeds = sample_inputs(proto, sample)
+        take_branches(proto, feeds, sample)
+        refuse_control_flow(proto.graph)  # loops stay refused
+
+        def sampled(names: list[str], run: onnx.ModelProto = proto) -> dict[str, Any]:
+            return evaluate(run, names, feeds, sample)
+        slim, initializers = slim_model(proto)
     del proto
-    bind_dimensions(slim, batch, dict(dims or {}), initializers)
-    shaped = resolve_shapes(slim, initializers)
+    shaped = resolve_shapes(slim, initializers, sampled)
+    if sample is not None:
+        sample.shapes = shaped.sampled
 
     def elements(value: str) -> int | None:
         found = shaped.types.get(value)
@@ -260,6 +286,10 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
     params.update(dims or {})
     if dtype_bytes is not None:
         params["dtype_bytes"] = dtype_bytes
+    if sample is not None:
+        params["sample_seed"] = sample.seed
+        if sample.source:
+            params["sample_inputs"] = Path(sample.source).name
     workload = {"name": workload_name,
                 "source": f"imported from ONNX ({total_nodes} nodes) by memplace.instances.from_onnx",
                 "params": params, "ops": emitter.ops, "tensors": emitter.tensor_list()}
@@ -267,6 +297,8 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
              "ops": len(lowered.groups),
              "fused_nodes": sum(len(g.nodes) for g in lowered.groups),
              "shape_inference": shaped.notes}
+    if sample is not None:
+        roles["sample_run"] = sample.record()
     instance = {"format": FORMAT, "name": workload_name,
                 "source": "memplace import (ONNX)", "import": roles,
                 "notes": ("ops fused at a compiler's granularity; flops count 2 per "

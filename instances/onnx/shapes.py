@@ -30,6 +30,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import onnx
@@ -69,6 +70,7 @@ class ShapedModel:
     types: dict[str, tuple[int, tuple[int, ...]]]
     notes: list[str] = field(default_factory=list)
     opsets: list[onnx.OperatorSetIdProto] = field(default_factory=list)
+    sampled: int | None = None  # shapes taken from a sample run (None: no run was allowed)
 
     def schema_error(self, node: onnx.NodeProto) -> str | None:
         """ONNX's own complaint about `node` given its inputs' known types (e.g. an
@@ -245,9 +247,12 @@ def _symbolic_inference(model: onnx.ModelProto) -> onnx.ModelProto:
         log.setLevel(level)
 
 
-def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer]) -> ShapedModel:
+def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer],
+                   sampled: Callable[[list[str]], dict[str, Any]] | None = None) -> ShapedModel:
     """Every value's static type, from the model itself, ONNX's inference and, where that
-    leaves shapes unknown, onnxruntime's symbolic inference (see the module docstring)."""
+    leaves shapes unknown, onnxruntime's symbolic inference (see the module docstring);
+    then, given `sampled` (the values of named outputs in one run of the model), the
+    shapes still unknown from that run."""
     types = _static_types(model)
     for info in initializers.values():
         types[info.name] = (info.elem_type, info.dims)
@@ -274,7 +279,18 @@ def resolve_shapes(model: onnx.ModelProto, initializers: dict[str, Initializer])
         # symbolic algebra grows with every computed padding (PNASNet's TorchScript export:
         # 12 s of it for 3,287 nodes)
         _fold_and_infer(model, types, wanted, onnx_inference, notes)
-    return ShapedModel(initializers, types, notes, list(model.opset_import))
+    count = None
+    if sampled is not None:
+        missing = list(dict.fromkeys(o for o in wanted if o not in types))
+        count = 0
+        for value, array in (sampled(missing) if missing else {}).items():
+            if isinstance(array, np.ndarray):  # a sequence has no one shape
+                types[value] = (helper.np_dtype_to_tensor_dtype(array.dtype),
+                                tuple(int(d) for d in array.shape))
+                count += 1
+        if missing:
+            notes.append(f"the sample run resolved {count} shapes")
+    return ShapedModel(initializers, types, notes, list(model.opset_import), count)
 
 
 def _fold_and_infer(model: onnx.ModelProto, types: dict[str, tuple[int, tuple[int, ...]]],
