@@ -144,6 +144,12 @@ def evaluate(model: onnx.ModelProto, names: list[str], feeds: dict[str, np.ndarr
     return dict(zip(names, values))
 
 
+def _copy(node: onnx.NodeProto) -> onnx.NodeProto:
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    return copy
+
+
 def _defined(graph: onnx.GraphProto, skip: int | None = None) -> set[str]:
     """Every value name `graph` and its subgraphs define, but those inside node `skip`'s."""
     names = {i.name for i in graph.input} | {i.name for i in graph.initializer}
@@ -165,14 +171,17 @@ def take_branches(model: onnx.ModelProto, feeds: dict[str, np.ndarray], run: Sam
         if not ifs:
             return
         stored = {i.name: i for i in graph.initializer}
-        asked = sorted({n.input[0] for n in ifs if n.input[0] not in stored})
+        asked = sorted({n.input[0] for n in ifs} - set(stored) - set(feeds))
         values = evaluate(model, asked, feeds, run) if asked else {}
-        for name in set(n.input[0] for n in ifs) & set(stored):
-            values[name] = numpy_helper.to_array(stored[name])
-        nodes: list[onnx.NodeProto] = []
+        for name in {n.input[0] for n in ifs}:  # a condition stored or given as an input
+            if name in feeds:
+                values[name] = feeds[name]
+            elif name in stored:
+                values[name] = numpy_helper.to_array(stored[name])
+        nodes: list[onnx.NodeProto] = []  # copies: the graph's own nodes are cleared below
         for k, node in enumerate(graph.node):
             if node.op_type != "If":
-                nodes.append(node)
+                nodes.append(_copy(node))
                 continue
             taken = "then_branch" if bool(np.asarray(values[node.input[0]]).reshape(-1)[0]) \
                 else "else_branch"
@@ -182,7 +191,7 @@ def take_branches(model: onnx.ModelProto, feeds: dict[str, np.ndarray], run: Sam
                 raise OnnxImportError(f"node {node.name or node.op_type!r} (If): its "
                                       f"{taken} defines {sorted(clash)[0]!r}, which the graph "
                                       "defines too")
-            nodes.extend(branch.node)
+            nodes.extend(_copy(n) for n in branch.node)
             graph.initializer.extend(branch.initializer)
             graph.value_info.extend(branch.value_info)
             for inner, outer in zip(branch.output, node.output):

@@ -156,3 +156,16 @@ def test_a_model_without_such_values_imports_the_same_ops_and_tensors_with_a_run
     assert sampled["workload"]["ops"] == plain["workload"]["ops"]
     assert sampled["workload"]["tensors"] == plain["workload"]["tensors"]
     assert run.runs == 0 and sampled["import"]["sample_run"]["shapes_from_run"] == 0
+
+
+def test_a_condition_given_as_an_input_takes_its_branch_without_a_run():
+    model, _ = _branchy()
+    graph = model.graph
+    test = next(n for n in graph.node if n.name == "test")
+    graph.node.remove(test)  # the condition becomes an input of the model
+    graph.input.append(_vi("c", TensorProto.BOOL, []))
+    for flag, wide in ((True, True), (False, False)):
+        run = SampleRun(0, given={"c": np.array(flag)}, source="c.npz")
+        inst = from_onnx(model, "nnpi", name="m", sample=run)
+        assert any(o["name"].startswith("wide") for o in inst["workload"]["ops"]) == wide
+        assert run.branches == 1 and run.runs == 0
