@@ -86,7 +86,8 @@ def summary(instance: dict[str, Any]) -> str:
 def import_command(model: str, hardware: str, batch: int | None, dim: tuple[str, ...],
                    dtype_bytes: int | None, name: str | None, sample_seed: int | None,
                    sample_inputs: str | None, output: str) -> None:
-    """Import MODEL (an ONNX file; external weights are never read) as an instance file.
+    """Import MODEL (an ONNX file; external weights are read only by --sample-run) as an
+    instance file.
 
     Shapes are resolved with ONNX's and onnxruntime's shape inference, nodes fused into
     a compiler's ops, FLOPs counted from shapes (see memplace.instances.onnx). A program

@@ -213,7 +213,8 @@ def from_onnx(model: str | Path | onnx.ModelProto, hardware: str | dict[str, Any
 
     Parameters
     ----------
-    model : path of an `.onnx` file (external data is never read) or a loaded ModelProto.
+    model : path of an `.onnx` file (external data is read only by a `sample` run) or a
+        loaded ModelProto.
     hardware : a preset's name (any of `memplace.instances.HARDWARE`) or the spec's
         hardware object.
     batch : binds the symbolic leading dimension of the inputs.
